@@ -1,0 +1,67 @@
+# memwatch: exact write tracking for Debian 12's 6.1 kernel.
+# The logic lives in scripts/; this file only wires the steps together.
+#   make check   build the debug kernel and every test, run them all in QEMU
+#   make demo    build and boot the release kernel, show what it can do
+.PHONY: all deps tree kernel headers patches initramfs tests check demo clean distclean help
+
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+ifeq ($(DEBUG),1)
+KFLAVOUR := --debug
+else
+KFLAVOUR :=
+endif
+DEMO_CFLAGS := -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include
+
+all: kernel
+
+help:
+	@sed -n 's/^##//p' $(MAKEFILE_LIST)
+
+## deps        install the Debian packages memwatch needs (apt, as root)
+deps:
+	@scripts/setup-deps
+
+## tree        unpack linux-source-6.1 into build/linux and apply kernel/patches
+tree: deps
+	@scripts/prepare-tree
+
+## kernel      build the release test kernel (DEBUG=1: the debug one) + headers
+kernel headers: tree
+	@scripts/build-kernel $(KFLAVOUR)
+
+## patches     regenerate kernel/patches/ from the commits in build/linux
+patches:
+	@scripts/export-patches
+
+## initramfs   build the guest's busybox initramfs
+initramfs:
+	@scripts/mkinitramfs
+
+-include lib/lib.mk
+
+## tests       build every guest test program into build/tests/bin
+tests:
+	@scripts/build-tests debug
+
+## check       the test command: debug kernel, all suites in the guest
+check: deps tree
+	@scripts/build-kernel --debug
+	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
+	@scripts/mkinitramfs
+	@scripts/check
+
+## demo        boot the release kernel and show exact write tracking at work
+demo: deps tree
+	@scripts/build-kernel
+	@mkdir -p $(BUILD)/demo
+	@gcc $(DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c
+	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
+
+## clean       remove test and library objects (keeps the kernel tree and builds)
+clean: $(if $(wildcard lib/lib.mk),lib-clean)
+	rm -rf $(BUILD)/tests $(BUILD)/demo $(BUILD)/initramfs $(BUILD)/vm
+
+## distclean   remove build/ entirely (the kernel tree too: commit and `make patches` first)
+distclean:
+	rm -rf $(BUILD)
