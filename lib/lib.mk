@@ -1,0 +1,159 @@
+# libmemwatch, the memwatch CLI and their tests: a fragment the top-level
+# Makefile includes.  Everything it builds lands under build/.
+#   make lib         build/lib/libmemwatch.{a,so.1} and build/tools/memwatch
+#   make lib-tests   every tests/lib program (static) into build/tests/bin/,
+#                    plus asan-* (ASan+UBSan) variants and the CLI tests
+#   make install     DESTDIR, PREFIX (default /usr/local)
+#   make lib-clean
+# Variables are MW_-prefixed so they never clash with the includer's.
+
+MW_SRCDIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+MW_ROOT := $(abspath $(MW_SRCDIR)/..)
+MW_OUT := $(MW_ROOT)/build
+MW_LIBOUT := $(MW_OUT)/lib
+MW_BINDIR := $(MW_OUT)/tests/bin
+
+MW_VERSION := 1.0.0
+MW_SOVERSION := 1
+MW_CC ?= gcc
+MW_CFLAGS ?= -O2 -g
+MW_WARN := -std=c11 -Wall -Wextra -Werror
+MW_CPPFLAGS := -I$(MW_SRCDIR)/include -I$(MW_SRCDIR)/src
+MW_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+
+PREFIX ?= /usr/local
+MW_PREFIX := $(PREFIX)
+MW_LIBDIR ?= $(MW_PREFIX)/lib
+MW_INCDIR ?= $(MW_PREFIX)/include
+MW_BINDIR_INST ?= $(MW_PREFIX)/bin
+MW_MANDIR ?= $(MW_PREFIX)/share/man
+MW_PCDIR ?= $(MW_LIBDIR)/pkgconfig
+
+MW_SRCS := $(wildcard $(MW_SRCDIR)/src/*.c)
+MW_HDRS := $(MW_SRCDIR)/include/memwatch.h $(wildcard $(MW_SRCDIR)/src/*.h)
+MW_MAP := $(MW_SRCDIR)/src/libmemwatch.map
+MW_OBJ_PIC := $(patsubst $(MW_SRCDIR)/src/%.c,$(MW_LIBOUT)/obj/pic/%.o,$(MW_SRCS))
+MW_OBJ_STATIC := $(patsubst $(MW_SRCDIR)/src/%.c,$(MW_LIBOUT)/obj/static/%.o,$(MW_SRCS))
+MW_OBJ_SAN := $(patsubst $(MW_SRCDIR)/src/%.c,$(MW_LIBOUT)/obj/san/%.o,$(MW_SRCS))
+MW_SO := $(MW_LIBOUT)/libmemwatch.so.$(MW_SOVERSION)
+MW_A := $(MW_LIBOUT)/libmemwatch.a
+MW_A_SAN := $(MW_LIBOUT)/libmemwatch-san.a
+MW_PC := $(MW_LIBOUT)/memwatch.pc
+MW_CLI := $(MW_OUT)/tools/memwatch
+MW_MANS := $(wildcard $(MW_SRCDIR)/man/*.1 $(MW_SRCDIR)/man/*.3 $(MW_SRCDIR)/man/*.7)
+
+MW_TEST_SRCS := $(wildcard $(MW_ROOT)/tests/lib/*.c)
+MW_TEST_HDRS := $(wildcard $(MW_ROOT)/tests/lib/*.h)
+MW_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/%,$(MW_TEST_SRCS))
+MW_SAN_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/asan-%,$(MW_TEST_SRCS))
+MW_CLI_TESTS := $(MW_BINDIR)/memwatch $(MW_BINDIR)/cli-layout \
+	$(MW_BINDIR)/cli-golden.sh $(MW_BINDIR)/cli-scan.golden \
+	$(MW_BINDIR)/cli-scan-json.golden
+
+# The guest has no C library: ASan cannot link statically, so the asan-*
+# programs are dynamic, load their interpreter and libraries from
+# /srv/test/, and lib-tests copies the host's copies there.
+MW_SAN_LDFLAGS := -static-libasan -static-libubsan \
+	-Wl,--dynamic-linker=/srv/test/ld-linux-x86-64.so.2 -Wl,-rpath,/srv/test
+MW_SAN_LIBS := ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libgcc_s.so.1
+MW_SAN_LIBFILES := $(addprefix $(MW_BINDIR)/,$(MW_SAN_LIBS))
+
+.PHONY: lib lib-tests lib-clean install lib-install lib-check-header
+
+lib: $(MW_A) $(MW_SO) $(MW_PC) $(MW_CLI)
+
+$(MW_LIBOUT)/obj/pic/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) $(MW_CPPFLAGS) -fPIC -c -o $@ $<
+
+$(MW_LIBOUT)/obj/static/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) $(MW_CPPFLAGS) -c -o $@ $<
+
+$(MW_LIBOUT)/obj/san/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) -O1 -g $(MW_SAN) $(MW_CPPFLAGS) -c -o $@ $<
+
+$(MW_A): $(MW_OBJ_STATIC)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(MW_A_SAN): $(MW_OBJ_SAN)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(MW_SO): $(MW_OBJ_PIC) $(MW_MAP)
+	$(MW_CC) -shared -Wl,-soname,libmemwatch.so.$(MW_SOVERSION) \
+		-Wl,--version-script=$(MW_MAP) -Wl,-z,defs -o $@ $(MW_OBJ_PIC) -lpthread
+	ln -sf libmemwatch.so.$(MW_SOVERSION) $(MW_LIBOUT)/libmemwatch.so
+
+# The uninstalled copy; install writes its own for the PREFIX given then.
+$(MW_PC): $(MW_SRCDIR)/memwatch.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(MW_PREFIX)|' -e 's|@LIBDIR@|$(MW_LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(MW_INCDIR)|' -e 's|@VERSION@|$(MW_VERSION)|' $< >$@
+
+$(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+
+lib-tests: $(MW_TESTS) $(MW_SAN_TESTS) $(MW_SAN_LIBFILES) $(MW_CLI_TESTS) lib-check-header
+
+$(MW_BINDIR)/%: $(MW_ROOT)/tests/lib/%.c $(MW_A) $(MW_TEST_HDRS)
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include \
+		-I$(MW_ROOT)/tests/lib -o $@ $< $(MW_A) -lpthread
+
+$(MW_BINDIR)/asan-%: $(MW_ROOT)/tests/lib/%.c $(MW_A_SAN) $(MW_TEST_HDRS)
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) -O1 -g $(MW_SAN) -I$(MW_SRCDIR)/include \
+		-I$(MW_ROOT)/tests/lib -o $@ $< $(MW_A_SAN) -lpthread $(MW_SAN_LDFLAGS)
+
+$(MW_SAN_LIBFILES): $(MW_BINDIR)/%:
+	@mkdir -p $(@D)
+	cp -L $$($(MW_CC) -print-file-name=$*) $@ 2>/dev/null || \
+		cp -L /lib/x86_64-linux-gnu/$* $@ 2>/dev/null || cp -L /lib64/$* $@
+
+$(MW_BINDIR)/memwatch: $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+
+$(MW_BINDIR)/cli-layout: $(MW_ROOT)/tests/cli/layout.c
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -o $@ $<
+
+$(MW_BINDIR)/cli-%: $(MW_ROOT)/tests/cli/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+# The installed header must build on stock headers with -pedantic.
+lib-check-header: $(MW_LIBOUT)/header-check.o
+$(MW_LIBOUT)/header-check.o: $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	printf '#include <memwatch.h>\nint main(void) { return 0; }\n' | \
+		$(MW_CC) -std=c11 -Wall -Wextra -pedantic -Werror \
+		-I$(MW_SRCDIR)/include -x c -c -o $@ -
+
+install: lib-install
+lib-install: lib
+	install -d $(DESTDIR)$(MW_INCDIR) $(DESTDIR)$(MW_LIBDIR) \
+		$(DESTDIR)$(MW_PCDIR) $(DESTDIR)$(MW_BINDIR_INST) \
+		$(DESTDIR)$(MW_MANDIR)/man1 $(DESTDIR)$(MW_MANDIR)/man3 \
+		$(DESTDIR)$(MW_MANDIR)/man7
+	install -m 644 $(MW_SRCDIR)/include/memwatch.h $(DESTDIR)$(MW_INCDIR)/
+	install -m 755 $(MW_SO) $(DESTDIR)$(MW_LIBDIR)/libmemwatch.so.$(MW_VERSION)
+	ln -sf libmemwatch.so.$(MW_VERSION) $(DESTDIR)$(MW_LIBDIR)/libmemwatch.so.$(MW_SOVERSION)
+	ln -sf libmemwatch.so.$(MW_SOVERSION) $(DESTDIR)$(MW_LIBDIR)/libmemwatch.so
+	install -m 644 $(MW_A) $(DESTDIR)$(MW_LIBDIR)/
+	sed -e 's|@PREFIX@|$(MW_PREFIX)|' -e 's|@LIBDIR@|$(MW_LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(MW_INCDIR)|' -e 's|@VERSION@|$(MW_VERSION)|' \
+	    $(MW_SRCDIR)/memwatch.pc.in >$(DESTDIR)$(MW_PCDIR)/memwatch.pc
+	install -m 755 $(MW_CLI) $(DESTDIR)$(MW_BINDIR_INST)/
+	for m in $(MW_MANS); do \
+		s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MW_MANDIR)/man$$s/; \
+	done
+
+lib-clean:
+	rm -rf $(MW_LIBOUT) $(MW_OUT)/tools $(MW_TESTS) $(MW_SAN_TESTS) \
+		$(MW_SAN_LIBFILES) $(MW_CLI_TESTS)

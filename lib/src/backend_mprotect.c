@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Write watches by write-protecting pages and catching the fault (Wine's
+ * classic fallback; any kernel).  A watched page is read-only until its
+ * first write, which the SIGSEGV handler records before making the page
+ * writable again.
+ *
+ * The handler has no context argument, so this backend keeps the little
+ * state it strictly needs in file scope: the table of watched ranges of all
+ * contexts (published with one atomic pointer, freed only once no handler
+ * can still be reading it), the previous SIGSEGV action it chains to, and
+ * the lock that serialises table updates.
+ *
+ * Per-page state (one byte each, shared with the handler):
+ *   CLEAN   read-only, not written since the last reset;
+ *   WRITTEN writable, written since the last reset;
+ *   ARMING  a reset is write-protecting it.
+ * The handler makes the page writable and then stores WRITTEN; a reset
+ * moves WRITTEN -> ARMING, write-protects, then ARMING -> CLEAN with a
+ * compare-and-swap that fails if a write faulted in between, so no write
+ * racing a reset is ever lost.
+ *
+ * Documented limits: the kernel does not fault on its own writes into
+ * protected pages (read(2) into a watched buffer fails with EFAULT):
+ * callers pass such buffers to memwatch_prepare_write() first.  Callers
+ * must not mprotect() watched memory themselves; watched memory must be
+ * mapped read-write; every watched page that is written splits a VMA.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { MW_PG_CLEAN = 0, MW_PG_WRITTEN = 1, MW_PG_ARMING = 2 };
+
+struct mp_entry {
+	uintptr_t start, end;
+	_Atomic unsigned char *state;
+	const struct memwatch *owner;
+};
+
+struct mp_table {
+	size_t n;
+	struct mp_entry e[];
+};
+
+/* The handler state (see above). */
+static _Atomic(struct mp_table *) mp_table;
+static atomic_int mp_readers;
+static pthread_mutex_t mp_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction mp_old;
+static bool mp_installed;
+static uintptr_t mp_page_size;
+
+static bool fault_is_write(void *ucv)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	ucontext_t *uc = ucv;
+
+	return uc->uc_mcontext.gregs[REG_ERR] & 0x2;
+#else
+	(void)ucv;
+	return true;
+#endif
+}
+
+static void mp_chain(int sig, siginfo_t *si, void *uc)
+{
+	if (mp_old.sa_flags & SA_SIGINFO) {
+		mp_old.sa_sigaction(sig, si, uc);
+	} else if (mp_old.sa_handler == SIG_DFL ||
+		   mp_old.sa_handler == SIG_IGN) {
+		/* Re-executing the access now kills us as it would have. */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigaction(sig, &dfl, NULL);
+	} else {
+		mp_old.sa_handler(sig);
+	}
+}
+
+static const struct mp_entry *mp_lookup(const struct mp_table *t, uintptr_t a)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a >= t->e[mid].end)
+			lo = mid + 1;
+		else if (a < t->e[mid].start)
+			hi = mid;
+		else
+			return &t->e[mid];
+	}
+	return NULL;
+}
+
+/* Make one page writable and record the write: handler and prepare_write. */
+static bool mp_mark_written(const struct mp_entry *e, uintptr_t addr)
+{
+	uintptr_t page = addr & ~(mp_page_size - 1);
+
+	if (mprotect((void *)page, mp_page_size, PROT_READ | PROT_WRITE) < 0)
+		return false;
+	atomic_store(&e->state[(page - e->start) / mp_page_size],
+		     MW_PG_WRITTEN);
+	return true;
+}
+
+static void mp_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+	const struct mp_entry *e;
+	struct mp_table *t;
+	bool handled = false;
+
+	atomic_fetch_add(&mp_readers, 1);
+	t = atomic_load(&mp_table);
+	if (t && si->si_code == SEGV_ACCERR && fault_is_write(uc)) {
+		e = mp_lookup(t, (uintptr_t)si->si_addr);
+		if (e)
+			handled = mp_mark_written(e, (uintptr_t)si->si_addr);
+	}
+	atomic_fetch_sub(&mp_readers, 1);
+	errno = saved_errno;
+	if (!handled)
+		mp_chain(sig, si, uc);
+}
+
+/* Swap in a new table and free the old once no handler can see it. */
+static void mp_publish(struct mp_table *t)
+{
+	struct mp_table *old = atomic_exchange(&mp_table, t);
+
+	while (atomic_load(&mp_readers))
+		sched_yield();
+	free(old);
+}
+
+static int mp_install(void)
+{
+	struct sigaction sa;
+
+	if (mp_installed)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = mp_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &mp_old) < 0)
+		return -errno;
+	/* Stays installed: restoring could clobber a handler set after us. */
+	mp_installed = true;
+	return 0;
+}
+
+/* Insert (add) or drop (!add) the entry for r; called with mp_lock held. */
+static int mp_update(struct memwatch *mw, struct mw_range *r, bool add)
+{
+	struct mp_table *cur = atomic_load(&mp_table), *t;
+	size_t n = cur ? cur->n : 0, i, j = 0;
+
+	t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct mp_entry *e = &cur->e[i];
+
+		if (add && e->start < r->end && r->start < e->end) {
+			free(t);
+			return -EEXIST;	/* watched by another context */
+		}
+		if (!add && e->start == r->start && e->owner == mw)
+			continue;
+		if (add && j == i && e->start > r->start)
+			t->e[j++] = (struct mp_entry){ r->start, r->end,
+						       r->state, mw };
+		t->e[j++] = *e;
+	}
+	if (add && j == n)
+		t->e[j++] = (struct mp_entry){ r->start, r->end, r->state, mw };
+	t->n = j;
+	mp_publish(t);
+	return 0;
+}
+
+static int mp_open(struct memwatch *mw)
+{
+	int ret;
+
+	pthread_mutex_lock(&mp_lock);
+	mp_page_size = mw->page_size;
+	ret = mp_install();
+	pthread_mutex_unlock(&mp_lock);
+	return ret;
+}
+
+static int mp_add(struct memwatch *mw, struct mw_range *r)
+{
+	int ret;
+
+	pthread_mutex_lock(&mp_lock);
+	ret = mp_update(mw, r, true);
+	if (ret == 0 && mprotect((void *)r->start, r->end - r->start,
+				 PROT_READ) < 0) {
+		ret = -errno;
+		mp_update(mw, r, false);
+	}
+	pthread_mutex_unlock(&mp_lock);
+	return ret;
+}
+
+static int mp_remove(struct memwatch *mw, struct mw_range *r)
+{
+	int ret;
+
+	pthread_mutex_lock(&mp_lock);
+	if (mprotect((void *)r->start, r->end - r->start,
+		     PROT_READ | PROT_WRITE) < 0)
+		ret = -errno;
+	else
+		ret = mp_update(mw, r, false);
+	pthread_mutex_unlock(&mp_lock);
+	return ret;
+}
+
+static void mp_close(struct memwatch *mw)
+{
+	size_t i;
+
+	for (i = 0; i < mw->nranges; i++)
+		mp_remove(mw, &mw->ranges[i]);
+}
+
+/* Write-protect again the written pages among pages [i, j) of r. */
+static int mp_rearm(struct memwatch *mw, struct mw_range *r, size_t i,
+		    size_t j)
+{
+	size_t k, run = 0, run_start = i;
+	int ret = 0;
+
+	for (k = i; k < j; k++) {
+		unsigned char expect = MW_PG_WRITTEN;
+
+		atomic_compare_exchange_strong(&r->state[k], &expect,
+					       MW_PG_ARMING);
+	}
+	for (k = i; k <= j; k++) {
+		bool arming = k < j && atomic_load(&r->state[k]) == MW_PG_ARMING;
+
+		if (arming) {
+			if (!run++)
+				run_start = k;
+			continue;
+		}
+		if (run && mprotect((void *)(r->start +
+					     run_start * mw->page_size),
+				    run * mw->page_size, PROT_READ) < 0 && !ret)
+			ret = -errno;
+		run = 0;
+	}
+	for (k = i; k < j; k++) {
+		unsigned char expect = MW_PG_ARMING;
+
+		atomic_compare_exchange_strong(&r->state[k], &expect,
+					       MW_PG_CLEAN);
+	}
+	return ret;
+}
+
+static int mp_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		  uintptr_t b, bool reset, void **pages, size_t *count)
+{
+	size_t first = (a - r->start) / mw->page_size;
+	size_t last = (b - r->start) / mw->page_size;
+	size_t cap = *count, n = 0, k;
+
+	for (k = first; k < last && n < cap; k++)
+		if (atomic_load(&r->state[k]) != MW_PG_CLEAN)
+			pages[n++] = (void *)(r->start + k * mw->page_size);
+	*count = n;
+	if (!reset)
+		return 0;
+	return mp_rearm(mw, r, first, n == cap ? k : last);
+}
+
+static int mp_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		    uintptr_t b)
+{
+	return mp_rearm(mw, r, (a - r->start) / mw->page_size,
+			(b - r->start) / mw->page_size);
+}
+
+static int mp_prepare_write(struct memwatch *mw, struct mw_range *r,
+			    uintptr_t a, uintptr_t b)
+{
+	struct mp_entry e = { r->start, r->end, r->state, mw };
+
+	for (; a < b; a += mw->page_size)
+		if (!mp_mark_written(&e, a))
+			return -errno;
+	return 0;
+}
+
+const struct mw_backend_ops mw_mprotect_ops = {
+	.name = "mprotect",
+	.open = mp_open,
+	.close = mp_close,
+	.add = mp_add,
+	.remove = mp_remove,
+	.get = mp_get,
+	.reset = mp_reset,
+	.prepare_write = mp_prepare_write,
+};

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* libmemwatch internals: the context, its ranges and the backend interface. */
+#ifndef MW_INTERNAL_H
+#define MW_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memwatch.h"
+#include "uapi.h"
+
+#define MW_HIDDEN __attribute__((visibility("hidden")))
+
+/* One watched range, [start, end), page aligned. */
+struct mw_range {
+	uintptr_t start;
+	uintptr_t end;
+	/*
+	 * Per-page state, one byte a page.  soft-dirty: "written before the
+	 * last process-wide clear_refs" (sticky); mprotect: MW_PG_* below,
+	 * shared with the SIGSEGV handler.  Unused by the uffd backend.
+	 */
+	_Atomic unsigned char *state;
+};
+
+struct memwatch;
+
+struct mw_backend_ops {
+	const char *name;
+	int (*open)(struct memwatch *mw);
+	void (*close)(struct memwatch *mw);
+	/* r is already in mw->ranges (state allocated and zeroed). */
+	int (*add)(struct memwatch *mw, struct mw_range *r);
+	/* r is still in mw->ranges; it is dropped after this returns. */
+	int (*remove)(struct memwatch *mw, struct mw_range *r);
+	/*
+	 * Store up to *count written page addresses in [a, b) of r, in
+	 * ascending order; with reset, re-arm exactly the pages returned when
+	 * the array filled up, else the whole of [a, b).
+	 */
+	int (*get)(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		   uintptr_t b, bool reset, void **pages, size_t *count);
+	int (*reset)(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		     uintptr_t b);
+	int (*prepare_write)(struct memwatch *mw, struct mw_range *r,
+			     uintptr_t a, uintptr_t b);
+};
+
+struct memwatch {
+	pthread_mutex_t lock;
+	const struct mw_backend_ops *ops;
+	enum memwatch_backend backend;
+	struct memwatch_probe probe;
+	uintptr_t page_size;
+	pid_t owner;			/* getpid() at open: fork detection */
+	struct mw_range *ranges;	/* sorted by start, disjoint */
+	size_t nranges, cap;
+	int uffd;			/* uffd backend */
+	int pagemap_fd;			/* uffd, soft-dirty backends */
+	int clear_refs_fd;		/* soft-dirty backend */
+};
+
+extern const struct mw_backend_ops mw_uffd_ops MW_HIDDEN;
+extern const struct mw_backend_ops mw_soft_dirty_ops MW_HIDDEN;
+extern const struct mw_backend_ops mw_mprotect_ops MW_HIDDEN;
+
+/* Helpers shared by the backends (util.c). */
+int mw_open_proc(pid_t pid, const char *file, int flags) MW_HIDDEN;
+int mw_pread_full(int fd, void *buf, size_t len, off_t off) MW_HIDDEN;
+int mw_write_full(int fd, const void *buf, size_t len) MW_HIDDEN;
+long mw_pagemap_scan(int fd, struct mw_pm_scan_arg *arg) MW_HIDDEN;
+int mw_uffd_create(void) MW_HIDDEN;
+
+#endif /* MW_INTERNAL_H */

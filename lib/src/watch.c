@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Write watches: the context, the range table and argument checking common
+ * to all backends, plus the GetWriteWatch()/ResetWriteWatch() wrappers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const struct mw_backend_ops *backend_ops(enum memwatch_backend b)
+{
+	switch (b) {
+	case MEMWATCH_BACKEND_UFFD:
+		return &mw_uffd_ops;
+	case MEMWATCH_BACKEND_SOFT_DIRTY:
+		return &mw_soft_dirty_ops;
+	case MEMWATCH_BACKEND_MPROTECT:
+		return &mw_mprotect_ops;
+	default:
+		return NULL;
+	}
+}
+
+static bool backend_available(const struct memwatch_probe *p,
+			      enum memwatch_backend b)
+{
+	switch (b) {
+	case MEMWATCH_BACKEND_UFFD:
+		return p->backend == MEMWATCH_BACKEND_UFFD;
+	case MEMWATCH_BACKEND_SOFT_DIRTY:
+		return p->features & MEMWATCH_FEAT_SOFT_DIRTY;
+	case MEMWATCH_BACKEND_MPROTECT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int memwatch_open(struct memwatch **out, enum memwatch_backend backend,
+		  unsigned int flags)
+{
+	struct memwatch *mw;
+	const char *env;
+	int ret;
+
+	if (!out)
+		return -EFAULT;
+	*out = NULL;
+	if (flags & ~MEMWATCH_OPEN_NO_ENV)
+		return -EOPNOTSUPP;
+	if ((unsigned int)backend > MEMWATCH_BACKEND_MPROTECT)
+		return -EINVAL;
+	if (backend == MEMWATCH_BACKEND_AUTO &&
+	    !(flags & MEMWATCH_OPEN_NO_ENV) &&
+	    (env = secure_getenv("MEMWATCH_BACKEND")) && *env) {
+		ret = memwatch_backend_from_name(env, &backend);
+		if (ret)
+			return ret;
+	}
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return -ENOMEM;
+	memwatch_probe(&mw->probe);
+	if (backend == MEMWATCH_BACKEND_AUTO)
+		backend = mw->probe.backend;
+	if (!backend_available(&mw->probe, backend)) {
+		free(mw);
+		return -EOPNOTSUPP;
+	}
+	mw->backend = backend;
+	mw->ops = backend_ops(backend);
+	mw->page_size = mw->probe.page_size;
+	mw->owner = getpid();
+	mw->uffd = mw->pagemap_fd = mw->clear_refs_fd = -1;
+	pthread_mutex_init(&mw->lock, NULL);
+	ret = mw->ops->open(mw);
+	if (ret) {
+		pthread_mutex_destroy(&mw->lock);
+		free(mw);
+		return ret;
+	}
+	*out = mw;
+	return 0;
+}
+
+void memwatch_close(struct memwatch *mw)
+{
+	size_t i;
+
+	if (!mw)
+		return;
+	/* In a forked child the backend only drops what is process-local. */
+	mw->ops->close(mw);
+	for (i = 0; i < mw->nranges; i++)
+		free((void *)mw->ranges[i].state);
+	free(mw->ranges);
+	pthread_mutex_destroy(&mw->lock);
+	free(mw);
+}
+
+enum memwatch_backend memwatch_get_backend(const struct memwatch *mw)
+{
+	return mw ? mw->backend : MEMWATCH_BACKEND_AUTO;
+}
+
+/* Validate [addr, addr + len) and round len up to whole pages. */
+static int check_span(const struct memwatch *mw, const void *addr, size_t len,
+		      uintptr_t *a, uintptr_t *b)
+{
+	uintptr_t start = (uintptr_t)addr;
+
+	if (len == 0)
+		return -EINVAL;
+	if (start & (mw->page_size - 1))
+		return -EINVAL;
+	if (len > UINTPTR_MAX - start - (mw->page_size - 1))
+		return -EINVAL;
+	*a = start;
+	*b = (start + len + mw->page_size - 1) & ~(mw->page_size - 1);
+	return 0;
+}
+
+/* The registered range containing all of [a, b), or NULL. */
+static struct mw_range *find_range(struct memwatch *mw, uintptr_t a,
+				   uintptr_t b)
+{
+	size_t lo = 0, hi = mw->nranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct mw_range *r = &mw->ranges[mid];
+
+		if (a >= r->end)
+			lo = mid + 1;
+		else if (a < r->start)
+			hi = mid;
+		else
+			return b <= r->end ? r : NULL;
+	}
+	return NULL;
+}
+
+static int lock_ctx(struct memwatch *mw)
+{
+	pthread_mutex_lock(&mw->lock);
+	if (getpid() != mw->owner) {
+		pthread_mutex_unlock(&mw->lock);
+		return -ECHILD;
+	}
+	return 0;
+}
+
+/* mincore() fails with ENOMEM when part of the range is not mapped. */
+static int check_mapped(struct memwatch *mw, uintptr_t a, uintptr_t b)
+{
+	size_t n = (b - a) / mw->page_size;
+	unsigned char *vec = malloc(n);
+	int ret = 0;
+
+	if (!vec)
+		return -ENOMEM;
+	if (mincore((void *)a, b - a, vec) < 0)
+		ret = -errno;
+	free(vec);
+	return ret;
+}
+
+int memwatch_add(struct memwatch *mw, void *addr, size_t len,
+		 unsigned int flags)
+{
+	struct mw_range *r;
+	uintptr_t a, b;
+	size_t i, pos;
+	int ret;
+
+	if (!mw)
+		return -EFAULT;
+	if (flags & ~MEMWATCH_ADD_NOHUGEPAGE)
+		return -EOPNOTSUPP;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+
+	for (pos = 0; pos < mw->nranges && mw->ranges[pos].start < b; pos++) {
+		if (mw->ranges[pos].end > a) {
+			ret = -EEXIST;
+			goto out;
+		}
+	}
+	ret = check_mapped(mw, a, b);
+	if (ret)
+		goto out;
+	if (mw->nranges == mw->cap) {
+		size_t cap = mw->cap ? mw->cap * 2 : 8;
+		struct mw_range *n = realloc(mw->ranges, cap * sizeof(*n));
+
+		if (!n) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		mw->ranges = n;
+		mw->cap = cap;
+	}
+	if ((flags & MEMWATCH_ADD_NOHUGEPAGE) &&
+	    madvise((void *)a, b - a, MADV_NOHUGEPAGE) < 0) {
+		ret = -errno;
+		goto out;
+	}
+
+	for (i = mw->nranges; i > pos; i--)
+		mw->ranges[i] = mw->ranges[i - 1];
+	r = &mw->ranges[pos];
+	r->start = a;
+	r->end = b;
+	r->state = NULL;
+	if (mw->backend != MEMWATCH_BACKEND_UFFD) {
+		r->state = calloc((b - a) / mw->page_size, 1);
+		if (!r->state) {
+			ret = -ENOMEM;
+			goto undo;
+		}
+	}
+	mw->nranges++;
+	ret = mw->ops->add(mw, r);
+	if (ret == 0)
+		goto out;
+	mw->nranges--;
+	free((void *)r->state);
+undo:
+	for (i = pos; i < mw->nranges; i++)
+		mw->ranges[i] = mw->ranges[i + 1];
+out:
+	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+int memwatch_remove(struct memwatch *mw, void *addr, size_t len)
+{
+	struct mw_range *r;
+	uintptr_t a, b;
+	size_t pos;
+	int ret;
+
+	if (!mw)
+		return -EFAULT;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+	r = find_range(mw, a, b);
+	if (!r || r->start != a || r->end != b) {
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = mw->ops->remove(mw, r);
+	if (ret)
+		goto out;
+	free((void *)r->state);
+	pos = (size_t)(r - mw->ranges);
+	mw->nranges--;
+	memmove(r, r + 1, (mw->nranges - pos) * sizeof(*r));
+out:
+	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+int memwatch_get(struct memwatch *mw, void *addr, size_t len,
+		 unsigned int flags, void **pages, size_t *count)
+{
+	struct mw_range *r;
+	uintptr_t a, b;
+	int ret;
+
+	if (!mw || !count || (!pages && *count))
+		return -EFAULT;
+	if (flags & ~MEMWATCH_GET_RESET)
+		return -EOPNOTSUPP;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+	r = find_range(mw, a, b);
+	if (!r)
+		ret = -ENOENT;
+	else if (*count == 0)
+		ret = 0;	/* nothing fits: nothing is returned or re-armed */
+	else
+		ret = mw->ops->get(mw, r, a, b, flags & MEMWATCH_GET_RESET,
+				   pages, count);
+	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+int memwatch_reset(struct memwatch *mw, void *addr, size_t len)
+{
+	struct mw_range *r;
+	uintptr_t a, b;
+	int ret;
+
+	if (!mw)
+		return -EFAULT;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+	r = find_range(mw, a, b);
+	ret = r ? mw->ops->reset(mw, r, a, b) : -ENOENT;
+	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+int memwatch_prepare_write(struct memwatch *mw, void *addr, size_t len)
+{
+	struct mw_range *r;
+	uintptr_t a, b;
+	int ret;
+
+	if (!mw)
+		return -EFAULT;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+	r = find_range(mw, a, b);
+	if (!r)
+		ret = -ENOENT;
+	else if (mw->ops->prepare_write)
+		ret = mw->ops->prepare_write(mw, r, a, b);
+	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+/*
+ * Windows semantics: the base is rounded down and the end up to pages
+ * (like Wine's NtGetWriteWatch()); *count is the capacity in and the number
+ * of addresses out; the granularity is the page size.
+ */
+unsigned int memwatch_GetWriteWatch(struct memwatch *mw, uint32_t flags,
+				    void *base, size_t size, void **addresses,
+				    uintptr_t *count, uint32_t *granularity)
+{
+	uintptr_t a, pmask;
+	size_t n;
+	int ret;
+
+	if (!mw || !count || !granularity)
+		return EFAULT;
+	if (flags & ~MEMWATCH_WRITE_WATCH_FLAG_RESET)
+		return EOPNOTSUPP;
+	if (size == 0)
+		return EINVAL;
+	pmask = mw->page_size - 1;
+	a = (uintptr_t)base & ~pmask;
+	if (size > UINTPTR_MAX - (uintptr_t)base)
+		return EINVAL;
+	n = (size_t)*count;
+	ret = memwatch_get(mw, (void *)a, (uintptr_t)base + size - a,
+			   (flags & MEMWATCH_WRITE_WATCH_FLAG_RESET) ?
+			   MEMWATCH_GET_RESET : 0, addresses, &n);
+	if (ret)
+		return (unsigned int)-ret;
+	*count = n;
+	*granularity = (uint32_t)mw->page_size;
+	return 0;
+}
+
+unsigned int memwatch_ResetWriteWatch(struct memwatch *mw, void *base,
+				      size_t size)
+{
+	uintptr_t a;
+
+	if (!mw)
+		return EFAULT;
+	if (size == 0)
+		return EINVAL;
+	if (size > UINTPTR_MAX - (uintptr_t)base)
+		return EINVAL;
+	a = (uintptr_t)base & ~(mw->page_size - 1);
+	return (unsigned int)-memwatch_reset(mw, (void *)a,
+					     (uintptr_t)base + size - a);
+}
