@@ -81,6 +81,24 @@ static int soft_dirty_pages(char *p, int n)
 	return cnt;
 }
 
+/* Without PAGEMAP_SCAN: pages whose pagemap entry lost uffd-wp (bit 57). */
+static void show_unprotected(char *p, int n, const char *when)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	uint64_t e;
+	int cnt = 0;
+
+	printf("  %-44s pagemap bit 57 (uffd-wp) clear on:", when);
+	for (int i = 0; i < n; i++) {
+		if (pread(fd, &e, 8, ((uintptr_t)p / psize + i) * 8) == 8 && !(e >> 57 & 1)) {
+			printf(" page %d", i);
+			cnt++;
+		}
+	}
+	printf("%s\n", cnt ? "" : " none");
+	close(fd);
+}
+
 static void show_written(int pm, char *p, int n, const char *when)
 {
 	struct page_region r[16];
@@ -100,6 +118,15 @@ static void show_written(int pm, char *p, int n, const char *when)
 		printf(" pages %ld-%ld", (long)((r[i].start - (uintptr_t)p) / psize),
 		       (long)((r[i].end - (uintptr_t)p) / psize - 1));
 	printf("\n");
+}
+
+/* The written pages, by PAGEMAP_SCAN if pm >= 0, else by pagemap reads. */
+static void report(int pm, char *p, int n, const char *when)
+{
+	if (pm >= 0)
+		show_written(pm, p, n, when);
+	else
+		show_unprotected(p, n, when);
 }
 
 int main(void)
@@ -155,11 +182,12 @@ int main(void)
 	if (fd >= 0)
 		close(fd);
 
-	if (!scan || !(feat & UFFD_FEATURE_WP_ASYNC)) {
-		printf("exact tracking (uffd WP_ASYNC + PAGEMAP_SCAN): not available on this kernel\n");
+	if (!(feat & UFFD_FEATURE_WP_ASYNC)) {
+		printf("exact tracking (uffd WP_ASYNC): not available on this kernel\n");
 		return 0;
 	}
-	printf("exact tracking (uffd WP_ASYNC + PAGEMAP_SCAN), same steps:\n");
+	printf("exact tracking (uffd WP_ASYNC%s), same steps:\n",
+	       scan ? " + PAGEMAP_SCAN" : "; no PAGEMAP_SCAN, so read per page");
 	fd = uffd_open(UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED, NULL);
 	struct uffdio_register reg = {
 		.range = { (uintptr_t)p, n * psize }, .mode = UFFDIO_REGISTER_MODE_WP,
@@ -171,11 +199,11 @@ int main(void)
 		printf("  arming failed: %s\n", strerror(errno));
 		return 1;
 	}
-	show_written(pm, p, n, "armed:");
+	report(scan ? pm : -1, p, n, "armed:");
 	p[3 * psize] = 3;
 	p[7 * psize] = 3;
 	mprotect(p, n * psize, PROT_READ);
 	mprotect(p, n * psize, PROT_READ | PROT_WRITE);
-	show_written(pm, p, n, "wrote pages 3 and 7, mprotect RO->RW:");
+	report(scan ? pm : -1, p, n, "wrote pages 3 and 7, mprotect RO->RW:");
 	return 0;
 }
