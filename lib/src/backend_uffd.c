@@ -12,9 +12,12 @@
  *    buffer came back full.  max_pages makes the kernel stop after the
  *    first N pages, so a reset re-arms exactly what was returned;
  *  - reset: PAGEMAP_SCAN with WP_MATCHING and no output vector.
- * Transparent huge pages are tracked per PMD (2 MiB): a write anywhere in
- * one reports all its pages, and only a partial reset splits it.  Pass
- * MEMWATCH_ADD_NOHUGEPAGE for 4 KiB granularity, as Wine does.
+ * Transparent huge pages: add write-protects a THP as one PMD; the first
+ * write to it makes the kernel split it and resolve the fault on the
+ * written pte, so tracking stays exact per 4 KiB page.  The library never
+ * splits a huge page itself: a get or reset only re-arms written pages,
+ * and a protected THP is not written.  MEMWATCH_ADD_NOHUGEPAGE avoids
+ * THPs altogether (Wine's choice).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -141,7 +144,15 @@ static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 			     p += mw->page_size)
 				pages[n++] = (void *)(uintptr_t)p;
 		}
-		if (ret < MW_SCAN_REGIONS || arg.walk_end <= at)
+		/*
+		 * Resume only where the region buffer filled up.  The kernel
+		 * also stops early when max_pages is reached (n == cap), and
+		 * before a hugetlb page that a reset could only partly protect
+		 * because it does not fit in what is left of the array: that
+		 * page and the rest wait for the next call.
+		 */
+		if (ret < MW_SCAN_REGIONS || arg.walk_end <= at ||
+		    arg.walk_end >= b)
 			break;
 		at = arg.walk_end;
 	}

@@ -462,8 +462,13 @@ static uint64_t entry_categories(const struct memwatch_scan *s, uint64_t e)
 	} else if (e & MW_PM_SWAP) {
 		c |= MW_PAGE_IS_SWAPPED;
 	}
-	if ((c & (MW_PAGE_IS_PRESENT | MW_PAGE_IS_SWAPPED)) &&
-	    !(e & MW_PM_UFFD_WP))
+	/*
+	 * PAGE_IS_WRITTEN is "not write-protected by uffd-wp" in every VMA:
+	 * a page that maps nothing and has no uffd-wp marker (never touched,
+	 * dropped by MADV_DONTNEED, no page table) is written too.  pagemap
+	 * shows PM_UFFD_WP for protected ptes, swap entries and markers.
+	 */
+	if (!(e & MW_PM_UFFD_WP))
 		c |= MW_PAGE_IS_WRITTEN;
 	if ((c & (MW_PAGE_IS_PRESENT | MW_PAGE_IS_SWAPPED)) && (e & MW_PM_FILE))
 		c |= MW_PAGE_IS_FILE;

@@ -3,7 +3,9 @@
  * A process with a known memory layout for the CLI golden tests, at fixed
  * addresses from 0x200000000000:
  *   +0x00000  16 pages anon rw: pages 0-4 written, 5-6 read (zero page)
- *   +0x11000   8 pages anon rw: all written, pages 4-7 paged out to swap
+ *   +0x11000   8 pages anon rw: all written, pages 4-7 paged out to swap,
+ *              then pages 0-1 and 6-7 write-protected with (synchronous)
+ *              uffd-wp, so PAGE_IS_WRITTEN is clear on them
  *   +0x1a000   8 pages of /mnt/disk/cli-layout.dat, private, read-only:
  *              pages 0-1 cached and read, 2-7 never cached
  * Writes "ready" to the file named by argv[1] once set up, then keeps
@@ -12,14 +14,37 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BASE 0x200000000000UL
+
+/* Register [p, p + len) for uffd-wp and protect two runs of it. */
+static int protect(char *p, long len, long a, long b, long n)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .range = { (unsigned long)p, (unsigned long)len },
+				       .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg))
+		return -1;
+	wp.range = (struct uffdio_range){ (unsigned long)(p + a), (unsigned long)n };
+	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		return -1;
+	wp.range = (struct uffdio_range){ (unsigned long)(p + b), (unsigned long)n };
+	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		return -1;
+	return fd;	/* kept open: nothing writes there again */
+}
 
 int main(int argc, char **argv)
 {
@@ -51,6 +76,8 @@ int main(int argc, char **argv)
 	(void)*(volatile char *)(a + 6 * ps);
 	memset(b, 1, 8 * ps);
 	if (madvise(b + 4 * ps, 4 * ps, MADV_PAGEOUT))
+		return 1;
+	if (protect(b, 8 * ps, 0, 6 * ps, 2 * ps) < 0)
 		return 1;
 	(void)*(volatile char *)f;
 	(void)*(volatile char *)(f + ps);

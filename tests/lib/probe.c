@@ -3,6 +3,11 @@
  * memwatch_probe() against the kernel's own answers: every feature bit it
  * reports is re-derived here with raw system calls, and the backend choice
  * follows from them.  Also the backend-name and $MEMWATCH_BACKEND rules.
+ *   ./probe pristine|wp-async|scan
+ * The argument is what the suite list says this kernel is, and is asserted:
+ *   pristine  Debian's 6.1: no WP_UNPOPULATED/WP_ASYNC, no PAGEMAP_SCAN;
+ *   wp-async  WP_UNPOPULATED + WP_ASYNC but no PAGEMAP_SCAN;
+ *   scan      WP_UNPOPULATED + WP_ASYNC + PAGEMAP_SCAN: the uffd backend.
  */
 #include "tap.h"
 
@@ -31,7 +36,7 @@ static long raw_scan(int fd, unsigned long long mask, int *err)
 	return r;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct memwatch_probe p;
 	struct uffdio_api api = { .api = UFFD_API };
@@ -42,12 +47,30 @@ int main(void)
 	unsigned long long acc = 0;
 	long uffd;
 
+	bool k_async, k_scan;
+
 	tap_guest_only();
-	tap_plan(21);
+	if (argc != 2 || (strcmp(argv[1], "pristine") && strcmp(argv[1], "wp-async") &&
+			  strcmp(argv[1], "scan"))) {
+		fprintf(stderr, "usage: %s pristine|wp-async|scan  (what this kernel is)\n",
+			argv[0]);
+		return 2;
+	}
+	k_async = strcmp(argv[1], "pristine") != 0;
+	k_scan = !strcmp(argv[1], "scan");
+	tap_plan(24);
 	uname(&u);
-	tap_diag("kernel %s", u.release);
+	tap_diag("kernel %s, expected: %s", u.release, argv[1]);
 
 	CHECK_EQ(memwatch_probe(&p), 0, "memwatch_probe succeeds");
+	CHECK_EQ(!!(p.features & MEMWATCH_FEAT_UFFD_WP_ASYNC) +
+		 !!(p.features & MEMWATCH_FEAT_UFFD_WP_UNPOPULATED), k_async ? 2 : 0,
+		 "WP_ASYNC and WP_UNPOPULATED: %s, as the suite list says",
+		 k_async ? "both" : "neither");
+	CHECK_EQ(!!(p.features & MEMWATCH_FEAT_PAGEMAP_SCAN), k_scan,
+		 "PAGEMAP_SCAN: %s, as the suite list says", k_scan ? "yes" : "no");
+	CHECK_EQ(p.backend, k_scan ? MEMWATCH_BACKEND_UFFD : MEMWATCH_BACKEND_SOFT_DIRTY,
+		 "best backend: %s", k_scan ? "uffd" : "soft-dirty");
 	CHECK_EQ(memwatch_probe(NULL), -EFAULT, "memwatch_probe(NULL) is -EFAULT");
 	tap_diag("features 0x%llx uffd 0x%llx categories 0x%llx backend %s",
 		 (unsigned long long)p.features,

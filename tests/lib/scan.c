@@ -5,10 +5,16 @@
  * buffer holds, max_pages, the pid-reuse guard, fork safety of a "self"
  * scan, the permission error, and (when the kernel has PAGEMAP_SCAN) the
  * ioctl path checked page for page against the pagemap-read path.
+ *   ./scan ioctl|pread
+ * The argument is the path this kernel must give: "ioctl" on a kernel with
+ * PAGEMAP_SCAN (the test fails if the probe does not find it), "pread" on
+ * one without (it fails if the ioctl answers).
  */
 #include "tap.h"
 
+#include <linux/userfaultfd.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -91,6 +97,33 @@ static void layout(char *r)
 	madvise(r + 6 * ps, 2 * ps, MADV_PAGEOUT);
 }
 
+/*
+ * 8 pages, all written, 6-7 paged out, then pages 1, 2 (present) and 7
+ * (swapped) write-protected with synchronous uffd-wp, which 6.1 has: the
+ * pagemap entries get PM_UFFD_WP, PAGEMAP_SCAN clears PAGE_IS_WRITTEN.
+ * Returns the userfaultfd, to keep open (nothing writes there again).
+ */
+static int wp_layout(char *w)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .range = { (uintptr_t)w, 8 * ps },
+				       .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+
+	memset(w, 1, 8 * ps);
+	madvise(w + 6 * ps, 2 * ps, MADV_PAGEOUT);
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg))
+		return -1;
+	wp.range = (struct uffdio_range){ (uintptr_t)w + ps, 2 * ps };
+	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		return -1;
+	wp.range = (struct uffdio_range){ (uintptr_t)w + 7 * ps, ps };
+	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+		return -1;
+	return fd;
+}
+
 /* The child: 8 anonymous pages at CHILD_AT (0,1 written, 2 read) and a 4-page file mapping after them (0,1 read). */
 static void child_layout(int ready, int hold)
 {
@@ -129,29 +162,37 @@ static void child_layout(int ready, int hold)
 	_exit(0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct memwatch_probe probe;
 	struct memwatch_scan *s, *s2;
 	struct memwatch_vma *vmas;
-	char *r, *many, got[4096], got2[4096];
+	char *r, *many, *w, got[4096], got2[4096];
 	size_t n, nvmas, i;
-	int ret, st, ready[2], hold[2], pidfd;
+	int ret, st, ready[2], hold[2], pidfd, wfd;
 	uint64_t zero, cats;
 	pid_t pid;
-	bool found;
+	bool found, want_ioctl;
 
 	tap_guest_only();
-	tap_plan(34);
+	if (argc != 2 || (strcmp(argv[1], "ioctl") && strcmp(argv[1], "pread"))) {
+		fprintf(stderr, "usage: %s ioctl|pread  (the path this kernel must give)\n",
+			argv[0]);
+		return 2;
+	}
+	want_ioctl = !strcmp(argv[1], "ioctl");
+	tap_plan(40);
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	memwatch_probe(&probe);
 
+	CHECK_EQ(!!(probe.features & MEMWATCH_FEAT_PAGEMAP_SCAN), want_ioctl,
+		 "this kernel %s PAGEMAP_SCAN, as the suite list says",
+		 want_ioctl ? "has" : "lacks");
 	ret = memwatch_scan_open(&s, 0, 0);
 	if (!tap_ok(ret == 0, "open a scan of this process"))
 		return 1;
-	CHECK_EQ(memwatch_scan_uses_ioctl(s),
-		 !!(probe.features & MEMWATCH_FEAT_PAGEMAP_SCAN),
-		 "uses PAGEMAP_SCAN exactly when the kernel has it");
+	CHECK_EQ(memwatch_scan_uses_ioctl(s), want_ioctl,
+		 "the scan uses %s", want_ioctl ? "PAGEMAP_SCAN" : "the pagemap read");
 	cats = memwatch_scan_categories(s);
 	tap_diag("categories 0x%llx (%s)", (unsigned long long)cats,
 		 memwatch_scan_uses_ioctl(s) ? "ioctl" : "pagemap read");
@@ -169,9 +210,21 @@ int main(void)
 	       0, 0, P | S, 0, 0, "0-8:0");
 	expect(s, "max_pages 3", (uintptr_t)r, 0, 16, 0, P, 0, P, 3, "0-3:8");
 	expect(s, "sub-range", (uintptr_t)r, 3, 7, 0, 0, 0, P | S, 0, "3-6:8 6-7:10");
-	/* No uffd-wp bits here: every present or swapped page (the zero page too) is "written". */
-	expect(s, "written = present or swapped without uffd-wp", (uintptr_t)r, 0, 16,
-	       0, W, 0, W, 0, "0-8:2");
+	/*
+	 * PAGE_IS_WRITTEN = not uffd-wp protected: with no protection at all,
+	 * every page of the range is written, never-touched ones too.
+	 */
+	expect(s, "written without uffd-wp: every page, holes included", (uintptr_t)r, 0, 16,
+	       0, W, 0, W, 0, "0-16:2");
+	w = guarded(8);
+	wfd = wp_layout(w);
+	tap_ok(wfd >= 0, "write-protect pages 1, 2 (present) and 7 (swapped) with uffd-wp");
+	expect(s, "written: the pages uffd-wp does not protect", (uintptr_t)w, 0, 8,
+	       0, W, 0, W, 0, "0-1:2 3-7:2");
+	expect(s, "uffd-wp protected pages: inverted written", (uintptr_t)w, 0, 8,
+	       W, W, 0, P | S, 0, "1-3:8 7-8:10");
+	expect(s, "present/swapped/written of the protected layout", (uintptr_t)w, 0, 8,
+	       0, 0, 0, P | S | W, 0, "0-1:a 1-3:8 3-6:a 6-7:12 7-8:10");
 
 	/* More regions than one buffer (512) holds. */
 	many = guarded(1200);
@@ -211,12 +264,20 @@ int main(void)
 			    "%s and pagemap read agree on all categories",
 			    memwatch_scan_uses_ioctl(s) ? "PAGEMAP_SCAN" : "pagemap read (no ioctl here)"))
 			tap_diag("  [%s] vs [%s]", got, got2);
+		q.start = (uintptr_t)w;
+		q.end = (uintptr_t)w + 8 * ps;
+		r1 = regions(s, &q, (uintptr_t)w, got, sizeof(got), NULL);
+		r2 = regions(s2, &q, (uintptr_t)w, got2, sizeof(got2), NULL);
+		if (!tap_ok(r1 == 0 && r2 == 0 && !strcmp(got, got2),
+			    "they agree on the uffd-wp protected layout"))
+			tap_diag("  [%s] vs [%s]", got, got2);
 		q.start = (uintptr_t)many;
 		q.end = (uintptr_t)many + 1200 * ps;
 		r1 = regions(s, &q, (uintptr_t)many, got, sizeof(got), &n);
 		r2 = regions(s2, &q, (uintptr_t)many, got2, sizeof(got2), NULL);
-		tap_ok(r1 == 0 && r2 == 0 && !strcmp(got, got2),
-		       "they agree on the 1200-page pattern too");
+		if (!tap_ok(r1 == 0 && r2 == 0 && !strcmp(got, got2),
+			    "they agree on the 1200-page pattern too"))
+			tap_diag("  [%.200s] vs [%.200s]", got, got2);
 	}
 	memwatch_scan_close(s2);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A write-watch context across fork(): ./ww_fork uffd|soft-dirty|mprotect
+ * A write-watch context across fork(): ./ww_fork uffd|soft-dirty|mprotect [available|unavailable]
  * The context belongs to the process that opened it: in the child every
  * call but memwatch_close() fails with -ECHILD (a soft-dirty reset there
  * would otherwise clear the parent's bits through the inherited fds), the
@@ -8,6 +8,7 @@
  * untouched by anything the child does.
  */
 #include "tap.h"
+#include "expect.h"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -38,7 +39,6 @@ static int child(struct memwatch *mw, char *a)
 int main(int argc, char **argv)
 {
 	enum memwatch_backend be;
-	struct memwatch_probe probe;
 	struct memwatch *mw;
 	void *pages[8];
 	size_t cnt;
@@ -47,18 +47,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	tap_guest_only();
-	if (argc != 2 || memwatch_backend_from_name(argv[1], &be) ||
-	    be == MEMWATCH_BACKEND_AUTO) {
-		fprintf(stderr, "usage: %s uffd|soft-dirty|mprotect\n", argv[0]);
-		return 2;
-	}
-	memwatch_probe(&probe);
-	if (be == MEMWATCH_BACKEND_UFFD && probe.backend != MEMWATCH_BACKEND_UFFD) {
-		tap_plan(1);
-		CHECK_EQ(memwatch_open(&mw, be, 0), -EOPNOTSUPP,
-			 "uffd backend unavailable on this kernel (probe): -EOPNOTSUPP");
-		return tap_done();
-	}
+	be = mw_test_backend(argc, argv);
 	tap_plan(6);
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	a = mmap(NULL, 10 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Writers on every CPU while the main thread harvests with get+reset:
- *   ./ww_threads uffd|soft-dirty|mprotect
+ *   ./ww_threads uffd|soft-dirty|mprotect [available|unavailable]
  * Each page has one writer, which counts writes started and done around the
  * store.  For harvest h, with S_h = "done" counts read just before the get
  * and T_h = "started" counts read just after it:
@@ -13,6 +13,7 @@
  * writes are counted and reported, and only "nothing false" is asserted.
  */
 #include "tap.h"
+#include "expect.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -65,7 +66,6 @@ int main(int argc, char **argv)
 	unsigned long S[NPAGES], T[NPAGES], Tprev[NPAGES], Sprev[NPAGES];
 	pthread_t th[MAXW];
 	enum memwatch_backend be;
-	struct memwatch_probe probe;
 	struct memwatch *mw;
 	unsigned long lost = 0, falsepos = 0, harvests = 0, reported = 0;
 	struct timespec t0, now;
@@ -74,18 +74,7 @@ int main(int argc, char **argv)
 	long t;
 
 	tap_guest_only();
-	if (argc != 2 || memwatch_backend_from_name(argv[1], &be) ||
-	    be == MEMWATCH_BACKEND_AUTO) {
-		fprintf(stderr, "usage: %s uffd|soft-dirty|mprotect\n", argv[0]);
-		return 2;
-	}
-	memwatch_probe(&probe);
-	if (be == MEMWATCH_BACKEND_UFFD && probe.backend != MEMWATCH_BACKEND_UFFD) {
-		tap_plan(1);
-		CHECK_EQ(memwatch_open(&mw, be, 0), -EOPNOTSUPP,
-			 "uffd backend unavailable on this kernel (probe): -EOPNOTSUPP");
-		return tap_done();
-	}
+	be = mw_test_backend(argc, argv);
 	tap_plan(5);
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	nwriters = (int)sysconf(_SC_NPROCESSORS_ONLN) * 2;
