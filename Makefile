@@ -11,7 +11,6 @@ KFLAVOUR := --debug
 else
 KFLAVOUR :=
 endif
-DEMO_CFLAGS := -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include
 
 all: kernel
 
@@ -44,18 +43,20 @@ initramfs:
 tests:
 	@scripts/build-tests debug
 
-## check       the test command: debug kernel, all suites in the guest
+## check       the test command: debug kernel, all suites in the guest, then
+##             the fallback suites on Debian's unpatched 6.1 (a second guest)
 check: deps tree
 	@scripts/build-kernel --debug
+	@scripts/prepare-pristine
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
 
 ## demo        boot the release kernel and show exact write tracking at work
-demo: deps tree
+demo: deps tree lib
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/demo
-	@gcc $(DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c
+	@gcc $(MW_DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c $(MW_A) -lpthread
 	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
 
 ## clean       remove test and library objects (keeps the kernel tree and builds)

@@ -98,7 +98,24 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
 
-lib-tests: $(MW_TESTS) $(MW_SAN_TESTS) $(MW_SAN_LIBFILES) $(MW_CLI_TESTS) lib-check-header
+lib-tests: $(MW_TESTS) $(MW_SAN_TESTS) $(MW_SAN_LIBFILES) $(MW_CLI_TESTS) \
+	$(MW_BINDIR)/demo-lib $(MW_BINDIR)/readme-example lib-check-header
+
+# README.md's example, extracted as it is printed there (its first ```c block).
+$(MW_LIBOUT)/readme-example.c: $(MW_ROOT)/README.md
+	@mkdir -p $(@D)
+	awk '/^```c$$/ { if (!done) f = 1; next } /^```$$/ { if (f) done = 1; f = 0 } f' $< >$@
+	@test -s $@ || { echo "lib.mk: no \`\`\`c block in README.md" >&2; exit 1; }
+$(MW_BINDIR)/readme-example: $(MW_LIBOUT)/readme-example.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+
+# tests/demo/demo.c through the library (make demo builds the same).
+MW_DEMO_CFLAGS := -static -O2 -Wall -Wextra -Werror -DMEMWATCH_DEMO_LIB \
+	-I$(MW_SRCDIR)/include
+$(MW_BINDIR)/demo-lib: $(MW_ROOT)/tests/demo/demo.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_DEMO_CFLAGS) -o $@ $< $(MW_A) -lpthread
 
 $(MW_BINDIR)/%: $(MW_ROOT)/tests/lib/%.c $(MW_A) $(MW_TEST_HDRS)
 	@mkdir -p $(@D)
@@ -156,4 +173,5 @@ lib-install: lib
 
 lib-clean:
 	rm -rf $(MW_LIBOUT) $(MW_OUT)/tools $(MW_TESTS) $(MW_SAN_TESTS) \
-		$(MW_SAN_LIBFILES) $(MW_CLI_TESTS)
+		$(MW_SAN_LIBFILES) $(MW_CLI_TESTS) $(MW_BINDIR)/demo-lib \
+		$(MW_BINDIR)/readme-example

@@ -4,6 +4,13 @@
  * Prints the kernel version, the userfaultfd features it reports, whether
  * PAGEMAP_SCAN answers and, where it does, tracks writes to a buffer exactly
  * and contrasts that with soft-dirty's false positives.
+ *
+ * Built with -DMEMWATCH_DEMO_LIB and linked with libmemwatch.a (make demo,
+ * and the demo-lib suite), it shows the tracking through the library, the
+ * way an application would do it: GetWriteWatch()-style calls on the exact
+ * uffd backend next to the soft-dirty backend, and exits non-zero if the
+ * library's answers are not the expected ones.  Without the define (the
+ * plain `demo` suite) it uses the raw system calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,6 +55,119 @@ static const char *const feature_names[] = {
 };
 
 static long psize;
+
+/*
+ * Write pages 3 and 7 of the n-page buffer p, mprotect it RO -> RW, and map
+ * a page right after it (the VMAs merge where they can): soft-dirty then
+ * reports every page, exact tracking the two.
+ */
+static void false_positive_steps(char *p, int n)
+{
+	p[3 * psize] = 2;
+	p[7 * psize] = 2;
+	mprotect(p, n * psize, PROT_READ);
+	mprotect(p, n * psize, PROT_READ | PROT_WRITE);
+	mmap(p + n * psize, psize, PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
+#ifdef MEMWATCH_DEMO_LIB
+#include <memwatch.h>
+
+/* One GetWriteWatch(WRITE_WATCH_FLAG_RESET) call, printed; 1 if not want. */
+static int ww_show(struct memwatch *mw, char *p, int n, const char *when,
+		   const char *want)
+{
+	void *pages[16];
+	uintptr_t cnt = 16;
+	uint32_t gran;
+	char got[128] = "";
+	unsigned int err = memwatch_GetWriteWatch(mw, MEMWATCH_WRITE_WATCH_FLAG_RESET,
+						  p, n * psize, pages, &cnt, &gran);
+
+	if (err) {
+		printf("    %-36s GetWriteWatch failed: %s\n", when, strerror((int)err));
+		return 1;
+	}
+	for (uintptr_t i = 0; i < cnt; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), " %ld",
+			 (long)(((char *)pages[i] - p) / psize));
+	printf("    %-36s pages%s\n", when, cnt ? got : " none");
+	if (strcmp(got, want)) {
+		printf("    ^ UNEXPECTED: wanted pages%s\n", *want ? want : " none");
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * 16 watched pages: write 3 and 7, mprotect RO->RW, map a page right after
+ * them (the VMAs merge where they can), get+reset; write 12, get+reset;
+ * get+reset again.
+ */
+static int lib_steps(enum memwatch_backend be, const char *want)
+{
+	const int n = 16;
+	struct memwatch *mw;
+	char *p = mmap(NULL, (n + 1) * psize, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret, bad = 0;
+
+	munmap(p + n * psize, psize);
+	memset(p, 1, n * psize);
+	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
+	if (ret == 0)
+		ret = memwatch_add(mw, p, n * psize, 0);
+	printf("  %s backend:%s%s\n", memwatch_backend_name(be), ret ? " " : "",
+	       ret ? strerror(-ret) : "");
+	if (ret)
+		return 1;
+	false_positive_steps(p, n);
+	bad |= ww_show(mw, p, n, "wrote 3, 7; mprotect; VMA merge:", want);
+	p[12 * psize] = 2;
+	bad |= ww_show(mw, p, n, "after that reset, wrote 12:", " 12");
+	bad |= ww_show(mw, p, n, "nothing written since:", "");
+	memwatch_close(mw);
+	munmap(p, (n + 1) * psize);
+	return bad;
+}
+
+static int lib_demo(void)
+{
+	struct memwatch_probe pr;
+	int bad = 0;
+
+	memwatch_probe(&pr);
+	printf("libmemwatch, GetWriteWatch()-style on 16 pages (best backend here: %s):\n",
+	       memwatch_backend_name(pr.backend));
+	if (pr.backend == MEMWATCH_BACKEND_UFFD) {
+		bad |= lib_steps(MEMWATCH_BACKEND_UFFD, " 3 7");
+	} else {
+		printf("  uffd backend (exact): not on this kernel, which lacks:%s%s%s\n"
+		       "    (needs Linux 6.7, or 6.1 with the memwatch series)\n",
+		       pr.features & MEMWATCH_FEAT_UFFD_WP_UNPOPULATED ? "" : " WP_UNPOPULATED",
+		       pr.features & MEMWATCH_FEAT_UFFD_WP_ASYNC ? "" : " WP_ASYNC",
+		       pr.features & MEMWATCH_FEAT_PAGEMAP_SCAN ? "" : " PAGEMAP_SCAN");
+		/* The probe must be right about it. */
+		struct memwatch *mw;
+		int ret = memwatch_open(&mw, MEMWATCH_BACKEND_UFFD, MEMWATCH_OPEN_NO_ENV);
+
+		if (ret != -EOPNOTSUPP) {
+			printf("    ^ UNEXPECTED: memwatch_open(uffd) gave %d\n", ret);
+			bad = 1;
+		}
+	}
+	if (pr.features & MEMWATCH_FEAT_SOFT_DIRTY)
+		bad |= lib_steps(MEMWATCH_BACKEND_SOFT_DIRTY,
+				 " 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15");
+	else
+		printf("  soft-dirty backend: not on this kernel (CONFIG_MEM_SOFT_DIRTY)\n");
+	if (pr.features & MEMWATCH_FEAT_SOFT_DIRTY)
+		printf("  (soft-dirty's 16 pages are its false positive: the merged VMA is all\n"
+		       "   soft-dirty; uffd-wp reports exactly what was written)\n");
+	return bad;
+}
+#endif
 
 static int uffd_open(uint64_t features, uint64_t *got)
 {
@@ -170,18 +290,16 @@ int main(void)
 	if (fd < 0 || write(fd, "4", 1) != 1) {
 		printf("  soft-dirty unavailable\n");
 	} else {
-		p[3 * psize] = 2;
-		p[7 * psize] = 2;
-		mprotect(p, n * psize, PROT_READ);
-		mprotect(p, n * psize, PROT_READ | PROT_WRITE);
-		mmap(p + n * psize, psize, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		false_positive_steps(p, n);
 		printf("  soft-dirty reports %d of 16 pages written (2 were)\n",
 		       soft_dirty_pages(p, n));
 	}
 	if (fd >= 0)
 		close(fd);
 
+#ifdef MEMWATCH_DEMO_LIB
+	return lib_demo();
+#endif
 	if (!(feat & UFFD_FEATURE_WP_ASYNC)) {
 		printf("exact tracking (uffd WP_ASYNC): not available on this kernel\n");
 		return 0;
