@@ -121,12 +121,13 @@ static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 	struct mw_pm_scan_arg arg;
 	size_t cap = *count, n = 0;
 	uintptr_t at = a;
+	bool arm = reset;
 	long i, ret;
 
 	(void)r;
 	while (at < b && n < cap) {
 		memset(&arg, 0, sizeof(arg));
-		arg.flags = reset ? MW_PM_SCAN_WP_MATCHING : 0;
+		arg.flags = arm ? MW_PM_SCAN_WP_MATCHING : 0;
 		arg.start = at;
 		arg.end = b;
 		arg.vec = (uintptr_t)vec;
@@ -144,17 +145,24 @@ static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 			     p += mw->page_size)
 				pages[n++] = (void *)(uintptr_t)p;
 		}
-		/*
-		 * Resume only where the region buffer filled up.  The kernel
-		 * also stops early when max_pages is reached (n == cap), and
-		 * before a hugetlb page that a reset could only partly protect
-		 * because it does not fit in what is left of the array: that
-		 * page and the rest wait for the next call.
-		 */
-		if (ret < MW_SCAN_REGIONS || arg.walk_end <= at ||
-		    arg.walk_end >= b)
+		if (n == cap || arg.walk_end >= b)
 			break;
-		at = arg.walk_end;
+		/* The region buffer filled up: resume where the walk ended. */
+		if (ret == MW_SCAN_REGIONS && arg.walk_end > at) {
+			at = arg.walk_end;
+			continue;
+		}
+		/*
+		 * A re-arming walk stopped early with room left in the array:
+		 * before a hugetlb page that does not fit, which the kernel
+		 * can only protect whole.  Report the rest without re-arming:
+		 * those pages are reported again next time (a false positive,
+		 * never a lost write).
+		 */
+		if (!arm)
+			break;
+		arm = false;
+		at = arg.walk_end > at ? arg.walk_end : at;
 	}
 	*count = n;
 	return 0;
