@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	sd = be == MEMWATCH_BACKEND_SOFT_DIRTY;
 	mp = be == MEMWATCH_BACKEND_MPROTECT;
 
-	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 80 : 71);
+	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 82 : 73);
 	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (!tap_ok(ret == 0 && memwatch_get_backend(mw) == be,
 		    "open the %s backend", argv[1]))
@@ -236,7 +236,12 @@ int main(int argc, char **argv)
 	expect("VMA split + merge by mprotect sets nothing", b, 0, 8, 0, 64, "");
 
 	/* A new mapping merging with the watched one. */
-	c = region(4);
+	/*
+	 * Pages 0-3 watched; page 4 is replaced by a new mapping.  The guard
+	 * after page 4 keeps the new mapping from merging with whatever
+	 * happens to be mapped next (it would then not merge with ours).
+	 */
+	c = region(5);
 	CHECK_EQ(memwatch_add(mw, c, 4 * ps, 0), 0, "add 4 pages");
 	munmap(c + 4 * ps, ps);
 	d = mmap(c + 4 * ps, ps, PROT_READ | PROT_WRITE,
@@ -377,6 +382,16 @@ int main(int argc, char **argv)
 			       "first write to an untouched watched range: exactly its page (got %zu, THP %ld kB)",
 			       cnt, thp_kb(u));
 		}
+
+		/* MEMWATCH_ADD_NOHUGEPAGE: 4 KiB granularity, soft-dirty too. */
+		u = thp_region();
+		CHECK_EQ(memwatch_add(mw, u, np * ps, MEMWATCH_ADD_NOHUGEPAGE), 0,
+			 "watch an untouched range with MEMWATCH_ADD_NOHUGEPAGE");
+		u[9 * ps] = 3;
+		ret = getmany(u, np, 0, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 1 && bp[0] == u + 9 * ps && thp_kb(u) == 0,
+		       "NOHUGEPAGE: a write reports exactly its page, no THP (got %zu, THP %ld kB)",
+		       cnt, thp_kb(u));
 		free(bp);
 	}
 
