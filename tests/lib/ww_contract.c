@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	sd = be == MEMWATCH_BACKEND_SOFT_DIRTY;
 	mp = be == MEMWATCH_BACKEND_MPROTECT;
 
-	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 82 : 73);
+	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 84 : 73);
 	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (!tap_ok(ret == 0 && memwatch_get_backend(mw) == be,
 		    "open the %s backend", argv[1]))
@@ -424,6 +424,14 @@ int main(int argc, char **argv)
 		tap_ok(ret == 0 && cnt == 512, "get+reset with room for it: 512 (got %zu)", cnt);
 		ret = getmany(t, np, 0, bp, np, &cnt);
 		tap_ok(ret == 0 && cnt == 0, "and now it is re-armed (got %zu)", cnt);
+		t[5 * ps] = 4;
+		t[700 * ps] = 4;
+		CHECK_EQ(memwatch_reset(mw, t + ps, (np - 1) * ps), 0,
+			 "reset from page 1: hugetlb page 0 only partly inside");
+		ret = getmany(t, np, 0, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 512 && bp[0] == t && bp[511] == t + 511 * ps,
+		       "the partial one stays written, the whole one after it is reset (got %zu)",
+		       cnt);
 		CHECK_EQ(memwatch_remove(mw, t, np * ps), 0, "remove the hugetlb range");
 		munmap(t, np * ps);
 		free(bp);
