@@ -114,22 +114,28 @@ static int uffd_remove(struct memwatch *mw, struct mw_range *r)
 	return uffd_unregister(mw, r);
 }
 
+/* hugetlb page sizes are multiples of this (x86_64: 2 MiB, 1 GiB). */
+#define MW_HUGE_STEP (2UL << 20)
+
 static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 		    uintptr_t b, bool reset, void **pages, size_t *count)
 {
 	struct mw_page_region vec[MW_SCAN_REGIONS];
 	struct mw_pm_scan_arg arg;
 	size_t cap = *count, n = 0;
-	uintptr_t at = a;
-	bool arm = reset;
+	uintptr_t at = a, plain_end = a, end;
+	bool arm;
 	long i, ret;
 
 	(void)r;
 	while (at < b && n < cap) {
+		/* [at, plain_end) is reported without re-arming (see below). */
+		arm = reset && at >= plain_end;
+		end = arm || !reset ? b : plain_end;
 		memset(&arg, 0, sizeof(arg));
 		arg.flags = arm ? MW_PM_SCAN_WP_MATCHING : 0;
 		arg.start = at;
-		arg.end = b;
+		arg.end = end;
 		arg.vec = (uintptr_t)vec;
 		arg.vec_len = MW_SCAN_REGIONS;
 		arg.max_pages = cap - n;
@@ -145,31 +151,36 @@ static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 			     p += mw->page_size)
 				pages[n++] = (void *)(uintptr_t)p;
 		}
-		if (n == cap || arg.walk_end >= b)
+		if (n == cap)
 			break;
+		if (arg.walk_end >= end) {
+			at = end;
+			continue;
+		}
 		/* The region buffer filled up: resume where the walk ended. */
 		if (ret == MW_SCAN_REGIONS && arg.walk_end > at) {
 			at = arg.walk_end;
 			continue;
 		}
-		/*
-		 * A re-arming walk stopped early with room left in the array:
-		 * before a hugetlb page that does not fit, which the kernel
-		 * can only protect whole.  Report the rest without re-arming:
-		 * those pages are reported again next time (a false positive,
-		 * never a lost write).
-		 */
 		if (!arm)
 			break;
-		arm = false;
+		/*
+		 * A re-arming walk stopped early with room left in the array:
+		 * before a hugetlb page that the kernel can only protect
+		 * whole, and that is only partly inside [at, b) or does not
+		 * fit in the array.  Report that page's pages without
+		 * re-arming them (they are reported again next time: a false
+		 * positive, never a lost write), then re-arm again after it,
+		 * one 2 MiB step at a time.
+		 */
 		at = arg.walk_end > at ? arg.walk_end : at;
+		plain_end = (at + MW_HUGE_STEP) & ~(uintptr_t)(MW_HUGE_STEP - 1);
+		if (plain_end > b)
+			plain_end = b;
 	}
 	*count = n;
 	return 0;
 }
-
-/* hugetlb page sizes are multiples of this (x86_64: 2 MiB, 1 GiB). */
-#define MW_HUGE_STEP (2UL << 20)
 
 static int uffd_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 		      uintptr_t b)

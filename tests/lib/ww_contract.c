@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	sd = be == MEMWATCH_BACKEND_SOFT_DIRTY;
 	mp = be == MEMWATCH_BACKEND_MPROTECT;
 
-	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 84 : 73);
+	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 86 : 73);
 	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (!tap_ok(ret == 0 && memwatch_get_backend(mw) == be,
 		    "open the %s backend", argv[1]))
@@ -432,6 +432,14 @@ int main(int argc, char **argv)
 		tap_ok(ret == 0 && cnt == 512 && bp[0] == t && bp[511] == t + 511 * ps,
 		       "the partial one stays written, the whole one after it is reset (got %zu)",
 		       cnt);
+		t[700 * ps] = 5;
+		ret = getmany(t + ps, np - 1, MEMWATCH_GET_RESET, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 1023 && bp[0] == t + ps && bp[1022] == t + 1023 * ps,
+		       "get+reset from page 1: the partial page's 511 and all 512 of the next (got %zu)",
+		       cnt);
+		ret = getmany(t, np, 0, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 512 && bp[0] == t && bp[511] == t + 511 * ps,
+		       "only the partial one was left written (got %zu)", cnt);
 		CHECK_EQ(memwatch_remove(mw, t, np * ps), 0, "remove the hugetlb range");
 		munmap(t, np * ps);
 		free(bp);
