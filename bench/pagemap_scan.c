@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PAGEMAP_SCAN path costs, measured side by side in one guest run.
+ *
+ *   pagemap_scan [PAGES [ROUNDS]]
+ *
+ * Each case runs ROUNDS times, its variants interleaved round by round (so
+ * that drift hits them alike); the median and minimum per call are printed
+ * with the ratio of the medians.  Run it under `scripts/vm-run --icount` for
+ * repeatable figures: guest time then counts executed instructions.
+ *
+ *   write-watch: get+reset (category_mask = return_mask = WRITTEN,
+ *     WP_MATCHING) takes the fast path; its "generic twin" adds PFNZERO to
+ *     category_mask and category_inverted, which matches the same pages
+ *     (none of them is the zero page) but forces the generic pte loop.
+ *   FILE cost (rule 14): PRESENT scan of a tmpfs mapping with return_mask
+ *     PRESENT vs PRESENT|FILE (the latter looks up each page).
+ *   alternatives: the same get+reset answered by soft-dirty (pagemap read
+ *     + clear_refs 4) next to PAGEMAP_SCAN.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#define MAXR 32768
+
+struct bench {
+	int pagemap, uffd;
+	long psz, pages;
+	char *mem;
+	struct page_region vec[MAXR];
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "pagemap_scan: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static long pm_scan(struct bench *b, char *start, long pages, int out,
+		    uint64_t flags, uint64_t inv, uint64_t mask, uint64_t ret)
+{
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg), .flags = flags,
+		.start = (uintptr_t)start,
+		.end = (uintptr_t)start + pages * b->psz,
+		.vec = out ? (uintptr_t)b->vec : 0, .vec_len = out ? MAXR : 0,
+		.category_inverted = inv, .category_mask = mask,
+		.return_mask = ret,
+	};
+	long n = ioctl(b->pagemap, PAGEMAP_SCAN, &arg);
+
+	if (n < 0)
+		die("PAGEMAP_SCAN");
+	return n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+/* Write every stride-th page of the anon range. */
+static void dirty(struct bench *b, int stride)
+{
+	long i;
+
+	for (i = 0; i < b->pages; i += stride)
+		b->mem[i * b->psz] ^= 1;
+}
+
+typedef long (*variant_fn)(struct bench *b);
+
+/* Variants run in turn each round; prep() runs untimed before each call. */
+static void run_case(struct bench *b, const char *name, int rounds,
+		     void (*prep)(struct bench *b), int nvar,
+		     const char *const *vname, const variant_fn *fn)
+{
+	double *t = calloc((size_t)rounds * nvar, sizeof(*t)), med[4], lo[4];
+	long result[4];
+	int r, v;
+
+	if (!t)
+		die("calloc");
+	for (r = 0; r < rounds; r++) {
+		for (v = 0; v < nvar; v++) {
+			double t0;
+
+			if (prep)
+				prep(b);
+			t0 = now_us();
+			result[v] = fn[v](b);
+			t[v * rounds + r] = now_us() - t0;
+		}
+	}
+	for (v = 0; v < nvar; v++) {
+		med[v] = median(t + v * rounds, rounds);
+		lo[v] = t[v * rounds];	/* sorted by median() */
+		printf("%-34s %-22s %10.1f us  (min %10.1f)  result %ld\n",
+		       v ? "" : name, vname[v], med[v], lo[v], result[v]);
+	}
+	for (v = 1; v < nvar; v++)
+		printf("%-34s %-22s %10.2fx\n", "", "ratio to the first", med[v] / med[0]);
+	free(t);
+}
+
+static long ww_fast(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, PM_SCAN_WP_MATCHING, 0,
+		       PAGE_IS_WRITTEN, PAGE_IS_WRITTEN);
+}
+
+static long ww_twin(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, PM_SCAN_WP_MATCHING, PAGE_IS_PFNZERO,
+		       PAGE_IS_WRITTEN | PAGE_IS_PFNZERO, PAGE_IS_WRITTEN);
+}
+
+static long get_fast(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, 0, 0, PAGE_IS_WRITTEN, PAGE_IS_WRITTEN);
+}
+
+static long get_twin(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, 0, PAGE_IS_PFNZERO,
+		       PAGE_IS_WRITTEN | PAGE_IS_PFNZERO, PAGE_IS_WRITTEN);
+}
+
+static long wp_fast(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 0, PM_SCAN_WP_MATCHING, 0,
+		       PAGE_IS_WRITTEN, 0);
+}
+
+static long wp_twin(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 0, PM_SCAN_WP_MATCHING, PAGE_IS_PFNZERO,
+		       PAGE_IS_WRITTEN | PAGE_IS_PFNZERO, 0);
+}
+
+static void prep_none(struct bench *b)
+{
+	(void)b;
+}
+
+static void prep_64(struct bench *b)
+{
+	dirty(b, 64);
+}
+
+static void prep_2(struct bench *b)
+{
+	dirty(b, 2);
+}
+
+/* Re-arm everything, then write 1/64: the state a get-only call sees. */
+static void prep_reset_64(struct bench *b)
+{
+	wp_fast(b);
+	dirty(b, 64);
+}
+
+/* soft-dirty: read the pagemap of the range, collect bit 55, clear_refs 4. */
+static long softdirty_get_reset(struct bench *b)
+{
+	static uint64_t ent[1 << 16];
+	long i, n = 0, chunk;
+	off_t off = (uintptr_t)b->mem / b->psz * sizeof(uint64_t);
+	int fd;
+
+	for (i = 0; i < b->pages; i += chunk) {
+		chunk = b->pages - i < (1 << 16) ? b->pages - i : (1 << 16);
+		if (pread(b->pagemap, ent, chunk * sizeof(uint64_t),
+			  off + i * sizeof(uint64_t)) != (ssize_t)(chunk * sizeof(uint64_t)))
+			die("pagemap read");
+		for (long j = 0; j < chunk; j++)
+			n += (ent[j] >> 55) & 1;
+	}
+	fd = open("/proc/self/clear_refs", O_WRONLY);
+	if (fd < 0 || write(fd, "4", 1) != 1)
+		die("clear_refs");
+	close(fd);
+	return n;
+}
+
+static long file_present(struct bench *b)
+{
+	return pm_scan(b, b->mem + b->pages * b->psz, b->pages, 1, 0, 0,
+		       PAGE_IS_PRESENT, PAGE_IS_PRESENT);
+}
+
+static long file_present_file(struct bench *b)
+{
+	return pm_scan(b, b->mem + b->pages * b->psz, b->pages, 1, 0, 0,
+		       PAGE_IS_PRESENT, PAGE_IS_PRESENT | PAGE_IS_FILE);
+}
+
+int main(int argc, char **argv)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+	};
+	struct bench *b = calloc(1, sizeof(*b));
+	int rounds = argc > 2 ? atoi(argv[2]) : 21, memfd;
+	struct uffdio_register reg;
+	struct uffdio_writeprotect wp;
+	char *file;
+
+	if (!b)
+		die("calloc");
+	b->psz = sysconf(_SC_PAGESIZE);
+	b->pages = argc > 1 ? atol(argv[1]) : 32768;
+	if (b->pages <= 0 || rounds <= 0) {
+		fprintf(stderr, "usage: pagemap_scan [PAGES [ROUNDS]]\n");
+		return 2;
+	}
+	b->pagemap = open("/proc/self/pagemap", O_RDONLY);
+	if (b->pagemap < 0)
+		die("open pagemap");
+	b->mem = mmap(NULL, 2 * b->pages * b->psz, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->mem == MAP_FAILED)
+		die("mmap");
+	/* The anon half stays in 4K pages: the pte loop is what is measured. */
+	madvise(b->mem, b->pages * b->psz, MADV_NOHUGEPAGE);
+	memset(b->mem, 1, b->pages * b->psz);
+
+	printf("# %ld pages of 4K anon, %d rounds, median per call\n", b->pages, rounds);
+
+	/* soft-dirty first: uffd-wp registration would not change its answer. */
+	{
+		static const char *const vn[] = { "soft-dirty pagemap+clear_refs" };
+		static const variant_fn fn[] = { softdirty_get_reset };
+
+		run_case(b, "alt: get+reset, 1/64 written", rounds, prep_64, 1, vn, fn);
+	}
+
+	b->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (b->uffd < 0 || ioctl(b->uffd, UFFDIO_API, &api))
+		die("userfaultfd WP_ASYNC");
+	reg = (struct uffdio_register){
+		.range = { (uintptr_t)b->mem, b->pages * b->psz },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	wp = (struct uffdio_writeprotect){
+		.range = { (uintptr_t)b->mem, b->pages * b->psz },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	if (ioctl(b->uffd, UFFDIO_REGISTER, &reg) || ioctl(b->uffd, UFFDIO_WRITEPROTECT, &wp))
+		die("uffd register/protect");
+
+	{
+		static const char *const vn[] = { "PAGEMAP_SCAN fast path" };
+		static const variant_fn fn[] = { ww_fast };
+
+		run_case(b, "alt: get+reset, 1/64 written", rounds, prep_64, 1, vn, fn);
+	}
+	{
+		static const char *const vn[] = { "fast path", "generic twin" };
+		static const variant_fn fn[] = { ww_fast, ww_twin };
+
+		run_case(b, "get+reset, nothing written", rounds, prep_none, 2, vn, fn);
+		run_case(b, "get+reset, 1/64 written", rounds, prep_64, 2, vn, fn);
+		run_case(b, "get+reset, 1/2 written", rounds, prep_2, 2, vn, fn);
+	}
+	{
+		static const char *const vn[] = { "fast path", "generic twin" };
+		static const variant_fn fn[] = { get_fast, get_twin };
+
+		run_case(b, "get only, 1/64 written", rounds, prep_reset_64, 2, vn, fn);
+	}
+	{
+		static const char *const vn[] = { "fast path", "generic twin" };
+		static const variant_fn fn[] = { wp_fast, wp_twin };
+
+		run_case(b, "WP only, 1/64 written", rounds, prep_64, 2, vn, fn);
+	}
+
+	/* Rule 14: PAGE_IS_FILE costs a page lookup per pte, only when asked. */
+	memfd = syscall(__NR_memfd_create, "bench", 0);
+	if (memfd < 0 || ftruncate(memfd, b->pages * b->psz))
+		die("memfd");
+	file = mmap(b->mem + b->pages * b->psz, b->pages * b->psz, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_FIXED, memfd, 0);
+	if (file == MAP_FAILED)
+		die("mmap memfd");
+	memset(file, 1, b->pages * b->psz);
+	{
+		static const char *const vn[] = { "return PRESENT", "return PRESENT|FILE" };
+		static const variant_fn fn[] = { file_present, file_present_file };
+
+		run_case(b, "shmem PRESENT scan (rule 14)", rounds, prep_none, 2, vn, fn);
+	}
+	return 0;
+}
