@@ -2,7 +2,7 @@
 # The logic lives in scripts/; this file only wires the steps together.
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
-.PHONY: all deps tree kernel headers patches initramfs tests check demo clean distclean help
+.PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -58,6 +58,18 @@ demo: deps tree lib
 	@mkdir -p $(BUILD)/demo
 	@gcc $(MW_DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c $(MW_A) -lpthread
 	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
+
+## bench       release kernel; bench/pagemap_scan.c in a guest under -icount
+##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21; BENCH_ICOUNT=0: wall clock)
+BENCH_ARGS ?=
+BENCH_ICOUNT ?= 1
+bench: deps tree
+	@scripts/build-kernel
+	@mkdir -p $(BUILD)/bench
+	@gcc -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include \
+		-o $(BUILD)/bench/pagemap_scan bench/pagemap_scan.c
+	@scripts/vm-run $(if $(filter 1,$(BENCH_ICOUNT)),--icount) --timeout 3600 \
+		--add $(BUILD)/bench/pagemap_scan -- ./pagemap_scan $(BENCH_ARGS)
 
 ## clean       remove test and library objects (keeps the kernel tree and builds)
 clean: $(if $(wildcard lib/lib.mk),lib-clean)
