@@ -59,17 +59,19 @@ demo: deps tree lib
 	@gcc $(MW_DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c $(MW_A) -lpthread
 	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
 
-## bench       release kernel; bench/pagemap_scan.c in a guest under -icount
-##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21; BENCH_ICOUNT=0: wall clock)
+## bench       release kernel; bench/pagemap_scan in a guest under -icount
+##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21; BENCH_ICOUNT=0:
+##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
+UPSTREAM ?= 0
 bench: deps tree
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/bench
 	@gcc -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include \
 		-o $(BUILD)/bench/pagemap_scan bench/pagemap_scan.c
-	@scripts/vm-run $(if $(filter 1,$(BENCH_ICOUNT)),--icount) --timeout 3600 \
-		--add $(BUILD)/bench/pagemap_scan -- ./pagemap_scan $(BENCH_ARGS)
+	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
+		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) -- $(BENCH_ARGS)
 
 ## clean       remove test and library objects (keeps the kernel tree and builds)
 clean: $(if $(wildcard lib/lib.mk),lib-clean)
