@@ -2,7 +2,8 @@
 # The logic lives in scripts/; this file only wires the steps together.
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
-.PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help
+.PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
+	conformance soak
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -44,13 +45,38 @@ tests:
 	@scripts/build-tests debug
 
 ## check       the test command: debug kernel, all suites in the guest, then
-##             the fallback suites on Debian's unpatched 6.1 (a second guest)
+##             the fallback suites on Debian's unpatched 6.1 (a second guest),
+##             then the differential conformance run against upstream 6.12
 check: deps tree
 	@scripts/build-kernel --debug
 	@scripts/prepare-pristine
+	@scripts/prepare-upstream
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
+
+## conformance the differential test alone: SEEDS (default 1-40) seeded
+##             scenarios on the debug kernel and on upstream 6.12, diffed
+##             (STEPS per seed, default 20)
+SEEDS ?= 1-40
+STEPS ?= 20
+conformance: deps tree
+	@scripts/build-kernel --debug
+	@scripts/prepare-upstream
+	@scripts/mkinitramfs
+	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
+
+## soak        the write oracle for DURATION seconds (default 1800) on the
+##             debug kernel (SEED=N replays a run, WRITERS=N writer threads)
+DURATION ?= 1800
+WRITERS ?= 2
+soak: deps tree
+	@scripts/build-kernel --debug
+	@scripts/build-tests debug
+	@scripts/mkinitramfs
+	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
+		--writers $(WRITERS) $(if $(SEED),--seed $(SEED))
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
