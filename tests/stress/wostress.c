@@ -116,7 +116,8 @@ struct slotst {
 };
 
 struct unitst {
-	struct spanv reports;	/* the calls that reported (or reset) it */
+	struct spanv reports;	/* the calls that reported it */
+	struct spanv resets;	/* the reset-only calls that covered it */
 	struct spanv ops;	/* disruptions of the unit */
 	uint8_t *op_kind;	/* their kinds, ops.n of them (ops.cap) */
 	uint64_t d_begin, d_end;	/* last destructive op (clock) */
@@ -371,14 +372,16 @@ static void *writer_main(void *arg)
 }
 
 /*
- * Units [a, b) of r reported by the call that ran in [c0, c1] (for a
- * reset-only call: consumed, which the oracle counts as reported).
+ * Units [a, b) of r reported by the call that ran in [c0, c1], or with
+ * reset_only covered by a reset-only call: their writes are consumed, which
+ * the loss check counts as reported and the false-positive count ignores.
  */
 static void record(struct ctx *c, struct region *r, size_t a, size_t b,
-		   uint64_t c0, uint64_t c1)
+		   uint64_t c0, uint64_t c1, bool reset_only)
 {
 	for (size_t i = a; i < b; i++) {
-		struct spanv *v = &c->u[r->first + i].reports;
+		struct unitst *u = &c->u[r->first + i];
+		struct spanv *v = reset_only ? &u->resets : &u->reports;
 
 		if (!v->n || v->v[v->n - 1].a != c0)
 			push(v, c0, c1);
@@ -465,7 +468,7 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
 				continue;
 			}
 			record(c, r, (e->start - base) / r->unit,
-			       (e->end - base) / r->unit, c0, c1);
+			       (e->end - base) / r->unit, c0, c1, false);
 		}
 		if (maxp && pages > maxp)
 			walk_error(c, "%s: %lu pages reported, max_pages %lu",
@@ -513,7 +516,7 @@ static void harvest(struct ctx *c, uint64_t *rng)
 				   kind_name[r->kind], a, b, strerror(errno),
 				   arg.walk_end == arg.end ? "end" : "short");
 		c1 = tick(c);
-		record(c, r, a, b, c0, c1);
+		record(c, r, a, b, c0, c1, true);
 		pthread_rwlock_unlock(&r->lock);
 		c->reset_only++;
 	} else {
@@ -891,9 +894,13 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < writes; i++) {
 		struct wlog *l = &all[i];
 		const struct spanv *rep = &c->u[l->unit].reports;
+		const struct spanv *rst = &c->u[l->unit].resets;
 		size_t k = first_ending_after(rep, l->tb);
+		size_t kr = first_ending_after(rst, l->tb);
 		uint64_t d = deadline(c, l->te);
 
+		if (kr < rst->n && rst->v[kr].a < d)
+			continue;	/* consumed by a reset-only call */
 		if (k == rep->n || rep->v[k].a >= d) {
 			size_t idx;
 			struct region *r = unit_region(c, l->unit, &idx);
