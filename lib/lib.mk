@@ -48,7 +48,7 @@ MW_TEST_HDRS := $(wildcard $(MW_ROOT)/tests/lib/*.h)
 MW_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/%,$(MW_TEST_SRCS))
 MW_SAN_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/asan-%,$(MW_TEST_SRCS))
 MW_CLI_TESTS := $(MW_BINDIR)/memwatch $(MW_BINDIR)/cli-layout \
-	$(MW_BINDIR)/cli-golden.sh $(MW_BINDIR)/cli-scan.golden \
+	$(MW_BINDIR)/cli-json $(MW_BINDIR)/cli-golden.sh $(MW_BINDIR)/cli-scan.golden \
 	$(MW_BINDIR)/cli-scan-json.golden
 
 # The guest has no C library: ASan cannot link statically, so the asan-*
@@ -139,6 +139,11 @@ $(MW_BINDIR)/memwatch: $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/
 $(MW_BINDIR)/cli-layout: $(MW_ROOT)/tests/cli/layout.c
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -o $@ $<
+
+# The strict JSON check of `memwatch scan --json` (runs ./memwatch).
+$(MW_BINDIR)/cli-json: $(MW_ROOT)/tests/cli/json.c $(MW_ROOT)/tests/lib/tap.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_ROOT)/tests/lib -o $@ $<
 
 $(MW_BINDIR)/cli-%: $(MW_ROOT)/tests/cli/%
 	@mkdir -p $(@D)

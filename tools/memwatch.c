@@ -54,6 +54,99 @@ static const char usage_text[] =
 "Exit status: 0 success, 1 failure (no such process, permission denied,\n"
 "feature missing from this kernel), 2 usage error.\n";
 
+/*
+ * The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+ */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)	/* the NUL terminator fails here too */
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/*
+ * Print s as a JSON string (RFC 8259): '"' and '\\' escaped, control
+ * characters and DEL as \b \f \n \r \t or \u00XX, well-formed UTF-8 as it
+ * is, and each byte that is not part of well-formed UTF-8 as \u00XX (the
+ * code point of the same number).  Returns whether there was such a byte:
+ * then the string alone does not give the bytes back (see json_name()).
+ */
+static bool json_string(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	bool lossy = false;
+
+	putchar('"');
+	while (*s) {
+		size_t l = utf8_len(s);
+
+		if (l > 1) {
+			fwrite(s, 1, l, stdout);
+			s += l;
+			continue;
+		}
+		switch (*s) {
+		case '"': fputs("\\\"", stdout); break;
+		case '\\': fputs("\\\\", stdout); break;
+		case '\b': fputs("\\b", stdout); break;
+		case '\f': fputs("\\f", stdout); break;
+		case '\n': fputs("\\n", stdout); break;
+		case '\r': fputs("\\r", stdout); break;
+		case '\t': fputs("\\t", stdout); break;
+		default:
+			if (*s < 0x20 || *s >= 0x7f)
+				printf("\\u%04x", *s);
+			else
+				putchar(*s);
+			if (!l)
+				lossy = true;
+		}
+		s++;
+	}
+	putchar('"');
+	return lossy;
+}
+
+/*
+ * "name":"..." and, when the name is not well-formed UTF-8, "name_hex" with
+ * its exact bytes as lowercase hex (file names are bytes, not text).
+ */
+static void json_name(const char *name)
+{
+	printf("\"name\":");
+	if (json_string(name)) {
+		printf(",\"name_hex\":\"");
+		for (const unsigned char *s = (const unsigned char *)name; *s; s++)
+			printf("%02x", *s);
+		putchar('"');
+	}
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memwatch: ");
@@ -104,11 +197,13 @@ static int cmd_probe(int argc, char **argv)
 	uname(&u);
 	exact = p.backend == MEMWATCH_BACKEND_UFFD;
 	if (json) {
-		printf("{\"kernel\":\"%s\",\"features\":%" PRIu64
+		printf("{\"kernel\":");
+		json_string(u.release);
+		printf(",\"features\":%" PRIu64
 		       ",\"uffd\":%s,\"uffd_wp\":%s,\"wp_unpopulated\":%s,"
 		       "\"wp_async\":%s,\"pagemap_scan\":%s,\"scan_categories\":%" PRIu64
 		       ",\"soft_dirty\":%s,\"pagemap_pfn\":%s,\"backend\":\"%s\"}\n",
-		       u.release, p.features,
+		       p.features,
 		       p.features & MEMWATCH_FEAT_UFFD ? "true" : "false",
 		       p.features & MEMWATCH_FEAT_UFFD_WP ? "true" : "false",
 		       p.features & MEMWATCH_FEAT_UFFD_WP_UNPOPULATED ? "true" : "false",
@@ -257,7 +352,7 @@ static int cmd_scan(int argc, char **argv)
 	unsigned int flags = 0, i;
 	size_t n, k, shown = 0;
 	long ps = sysconf(_SC_PAGESIZE);
-	pid_t pid;
+	pid_t pid, shown_pid;
 	int c, ret;
 
 	for (i = 0; i < NCATS; i++)
@@ -299,6 +394,7 @@ static int cmd_scan(int argc, char **argv)
 	ret = memwatch_scan_open(&s, pid, flags);
 	if (ret)
 		return open_error("read the pages of", pid, ret);
+	shown_pid = pid ? pid : getpid();	/* 'self': this process */
 	avail = memwatch_scan_categories(s);
 	for (i = 0; i < NCATS; i++)
 		if (sel[i] && (avail & cats[i].bit))
@@ -310,10 +406,10 @@ static int cmd_scan(int argc, char **argv)
 	}
 
 	if (json)
-		printf("{\"pid\":%d,\"method\":\"%s\",\"mappings\":[", (int)pid,
+		printf("{\"pid\":%d,\"method\":\"%s\",\"mappings\":[", (int)shown_pid,
 		       memwatch_scan_uses_ioctl(s) ? "PAGEMAP_SCAN" : "pagemap-read");
 	else {
-		printf("memwatch scan: pid %d via %s\n", (int)pid,
+		printf("memwatch scan: pid %d via %s\n", (int)shown_pid,
 		       memwatch_scan_uses_ioctl(s) ? "PAGEMAP_SCAN" : "pagemap read");
 		printf("%-12s %-12s %-4s %7s", "START", "END", "PERM", "PAGES");
 		for (i = 0; i < NCATS; i++)
@@ -338,10 +434,9 @@ static int cmd_scan(int argc, char **argv)
 		pages_total += (b - a) / (uint64_t)ps;
 		if (json) {
 			printf("%s{\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64
-			       "\",\"perm\":\"%s\",\"name\":\"", shown ? "," : "", a, b, perm);
-			for (const char *p = v[k].name; *p; p++)
-				printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-			printf("\",\"pages\":%" PRIu64, (b - a) / (uint64_t)ps);
+			       "\",\"perm\":\"%s\",", shown ? "," : "", a, b, perm);
+			json_name(v[k].name);
+			printf(",\"pages\":%" PRIu64, (b - a) / (uint64_t)ps);
 			for (i = 0; i < NCATS; i++)
 				if (sel[i] && (mask & cats[i].bit))
 					printf(",\"%s\":%" PRIu64, cats[i].name, counts[i]);
@@ -479,8 +574,8 @@ static int cmd_top(int argc, char **argv)
 	}
 	printf("memwatch top: pid %d, every %.3gs; soft-dirty based: clears the "
 	       "soft-dirty bits of pid %d each interval, and a mapping created or "
-	       "merged during one counts as fully written\n", (int)pid, interval,
-	       (int)pid);
+	       "merged during one counts as fully written\n",
+	       (int)(pid ? pid : getpid()), interval, (int)(pid ? pid : getpid()));
 	for (iter = 1; count < 0 || iter <= count; iter++) {
 		struct timespec ts = { (time_t)interval,
 				       (long)((interval - (double)(time_t)interval) * 1e9) };

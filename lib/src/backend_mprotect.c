@@ -15,19 +15,32 @@
  *   CLEAN   read-only, not written since the last reset;
  *   WRITTEN writable, written since the last reset;
  *   ARMING  a reset is write-protecting it.
- * The handler makes the page writable and then stores WRITTEN; a reset
- * moves WRITTEN -> ARMING, write-protects, then ARMING -> CLEAN with a
- * compare-and-swap that fails if a write faulted in between, so no write
- * racing a reset is ever lost.
+ * The handler makes the page writable and then stores WRITTEN.  A get with
+ * reset (and a reset) protects first and reports after: it moves the
+ * written pages it will report WRITTEN -> ARMING, and those pages only,
+ * write-protects them, and then ARMING -> CLEAN with a compare-and-swap
+ * that fails if a write faulted in between.  A page is reported exactly
+ * when it was moved to ARMING, so a write that lands after the selection
+ * (on a clean page, or on an ARMING page after its protection) faults and
+ * leaves the page WRITTEN, to be reported next time; a write between the
+ * selection and the protection is reported now.  No write racing a get or
+ * a reset is lost.
+ *
+ * Protections: only memory that is readable and writable, with one
+ * protection throughout (rw- or rwx), is watched (anything else is
+ * refused with EACCES, untouched); a clean page keeps that protection
+ * minus PROT_WRITE (code in a watched rwx page still runs), a written page
+ * and a removed range get it back exactly.
  *
  * Documented limits: the kernel does not fault on its own writes into
  * protected pages (read(2) into a watched buffer fails with EFAULT):
  * callers pass such buffers to memwatch_prepare_write() first.  Callers
- * must not mprotect() watched memory themselves; watched memory must be
- * mapped read-write; every watched page that is written splits a VMA.
+ * must not mprotect() watched memory themselves; every watched page that
+ * is written splits a VMA.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -45,6 +58,7 @@ struct mp_entry {
 	uintptr_t start, end;
 	_Atomic unsigned char *state;
 	const struct memwatch *owner;
+	int prot;			/* of a written page */
 };
 
 struct mp_table {
@@ -111,7 +125,7 @@ static bool mp_mark_written(const struct mp_entry *e, uintptr_t addr)
 {
 	uintptr_t page = addr & ~(mp_page_size - 1);
 
-	if (mprotect((void *)page, mp_page_size, PROT_READ | PROT_WRITE) < 0)
+	if (mprotect((void *)page, mp_page_size, e->prot) < 0)
 		return false;
 	atomic_store(&e->state[(page - e->start) / mp_page_size],
 		     MW_PG_WRITTEN);
@@ -185,11 +199,12 @@ static int mp_update(struct memwatch *mw, struct mw_range *r, bool add)
 			continue;
 		if (add && j == i && e->start > r->start)
 			t->e[j++] = (struct mp_entry){ r->start, r->end,
-						       r->state, mw };
+						       r->state, mw, r->prot };
 		t->e[j++] = *e;
 	}
 	if (add && j == n)
-		t->e[j++] = (struct mp_entry){ r->start, r->end, r->state, mw };
+		t->e[j++] = (struct mp_entry){ r->start, r->end, r->state, mw,
+					       r->prot };
 	t->n = j;
 	mp_publish(t);
 	return 0;
@@ -206,14 +221,104 @@ static int mp_open(struct memwatch *mw)
 	return ret;
 }
 
+/* Parse "START-END PERMS" at the start of a /proc/self/maps line. */
+static bool mp_maps_line(const char *line, uintptr_t *lo, uintptr_t *hi,
+			 int *prot)
+{
+	char *end;
+
+	*lo = (uintptr_t)strtoull(line, &end, 16);
+	if (*end != '-')
+		return false;
+	*hi = (uintptr_t)strtoull(end + 1, &end, 16);
+	if (*end != ' ' || strlen(end) < 5)
+		return false;
+	*prot = (end[1] == 'r' ? PROT_READ : 0) |
+		(end[2] == 'w' ? PROT_WRITE : 0) |
+		(end[3] == 'x' ? PROT_EXEC : 0);
+	return true;
+}
+
+/*
+ * The protection of [a, b) from /proc/self/maps: 0 and *prot when it is
+ * one protection throughout that includes read and write, -EACCES when it
+ * is not, -ENOMEM when part of [a, b) is not mapped.
+ */
+static int mp_range_prot(uintptr_t a, uintptr_t b, int *prot)
+{
+	size_t len = 0, cap = 16384;
+	char *text = malloc(cap), *line, *eol;
+	uintptr_t at = a, lo, hi;
+	int fd, p, ret = -ENOMEM;
+
+	if (!text)
+		return -ENOMEM;
+	fd = mw_open_proc(0, "maps", O_RDONLY);
+	if (fd < 0) {
+		free(text);
+		return fd;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *nt = realloc(text, cap * 2);
+
+			if (!nt) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			text = nt;
+			cap *= 2;
+		}
+		n = read(fd, text + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	text[len] = '\0';
+	*prot = -1;
+	for (line = text; *line && at < b; line = eol ? eol + 1 : line + strlen(line)) {
+		eol = strchr(line, '\n');
+		if (eol)
+			*eol = '\0';
+		if (!mp_maps_line(line, &lo, &hi, &p) || hi <= at)
+			continue;
+		if (lo > at)
+			break;			/* a hole: -ENOMEM */
+		if ((p & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE) ||
+		    (*prot != -1 && p != *prot)) {
+			ret = -EACCES;
+			goto out;
+		}
+		*prot = p;
+		at = hi;
+	}
+	if (at >= b)
+		ret = 0;
+out:
+	close(fd);
+	free(text);
+	return ret;
+}
+
 static int mp_add(struct memwatch *mw, struct mw_range *r)
 {
 	int ret;
 
+	ret = mp_range_prot(r->start, r->end, &r->prot);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&mp_lock);
 	ret = mp_update(mw, r, true);
 	if (ret == 0 && mprotect((void *)r->start, r->end - r->start,
-				 PROT_READ) < 0) {
+				 r->prot & ~PROT_WRITE) < 0) {
 		ret = -errno;
 		mp_update(mw, r, false);
 	}
@@ -226,8 +331,7 @@ static int mp_remove(struct memwatch *mw, struct mw_range *r)
 	int ret;
 
 	pthread_mutex_lock(&mp_lock);
-	if (mprotect((void *)r->start, r->end - r->start,
-		     PROT_READ | PROT_WRITE) < 0)
+	if (mprotect((void *)r->start, r->end - r->start, r->prot) < 0)
 		ret = -errno;
 	else
 		ret = mp_update(mw, r, false);
@@ -243,39 +347,53 @@ static void mp_close(struct memwatch *mw)
 		mp_remove(mw, &mw->ranges[i]);
 }
 
-/* Write-protect again the written pages among pages [i, j) of r. */
-static int mp_rearm(struct memwatch *mw, struct mw_range *r, size_t i,
-		    size_t j)
+/*
+ * Re-arm the written pages among pages [i, j) of r; with pages, only the
+ * first *n of them, whose addresses are stored there.  *n is set to the
+ * number re-armed.  Protect first, report after (see the top of the file):
+ * exactly the pages moved to ARMING are protected and reported.
+ */
+static int mp_arm(struct memwatch *mw, struct mw_range *r, size_t i,
+		  size_t j, void **pages, size_t *n)
 {
-	size_t k, run = 0, run_start = i;
+	size_t cap = pages ? *n : SIZE_MAX, cnt = 0, k, end, run = 0;
+	size_t run_start = i;
 	int ret = 0;
 
-	for (k = i; k < j; k++) {
+	for (k = i; k < j && cnt < cap; k++) {
 		unsigned char expect = MW_PG_WRITTEN;
 
-		atomic_compare_exchange_strong(&r->state[k], &expect,
-					       MW_PG_ARMING);
+		if (!atomic_compare_exchange_strong(&r->state[k], &expect,
+						    MW_PG_ARMING))
+			continue;
+		if (pages)
+			pages[cnt] = (void *)(r->start + k * mw->page_size);
+		cnt++;
 	}
-	for (k = i; k <= j; k++) {
-		bool arming = k < j && atomic_load(&r->state[k]) == MW_PG_ARMING;
-
-		if (arming) {
+	end = k;
+	for (k = i; k <= end && !ret; k++) {
+		if (k < end && atomic_load(&r->state[k]) == MW_PG_ARMING) {
 			if (!run++)
 				run_start = k;
 			continue;
 		}
 		if (run && mprotect((void *)(r->start +
 					     run_start * mw->page_size),
-				    run * mw->page_size, PROT_READ) < 0 && !ret)
+				    run * mw->page_size, r->prot & ~PROT_WRITE) < 0)
 			ret = -errno;
 		run = 0;
 	}
-	for (k = i; k < j; k++) {
+	for (k = i; k < end; k++) {
 		unsigned char expect = MW_PG_ARMING;
 
+		/*
+		 * After a failure, pages left ARMING may still be writable:
+		 * WRITTEN again, they are reported next time (nothing lost).
+		 */
 		atomic_compare_exchange_strong(&r->state[k], &expect,
-					       MW_PG_CLEAN);
+					       ret ? MW_PG_WRITTEN : MW_PG_CLEAN);
 	}
+	*n = ret ? 0 : cnt;
 	return ret;
 }
 
@@ -286,26 +404,28 @@ static int mp_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 	size_t last = (b - r->start) / mw->page_size;
 	size_t cap = *count, n = 0, k;
 
+	if (reset)
+		return mp_arm(mw, r, first, last, pages, count);
 	for (k = first; k < last && n < cap; k++)
 		if (atomic_load(&r->state[k]) != MW_PG_CLEAN)
 			pages[n++] = (void *)(r->start + k * mw->page_size);
 	*count = n;
-	if (!reset)
-		return 0;
-	return mp_rearm(mw, r, first, n == cap ? k : last);
+	return 0;
 }
 
 static int mp_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 		    uintptr_t b)
 {
-	return mp_rearm(mw, r, (a - r->start) / mw->page_size,
-			(b - r->start) / mw->page_size);
+	size_t n;
+
+	return mp_arm(mw, r, (a - r->start) / mw->page_size,
+		      (b - r->start) / mw->page_size, NULL, &n);
 }
 
 static int mp_prepare_write(struct memwatch *mw, struct mw_range *r,
 			    uintptr_t a, uintptr_t b)
 {
-	struct mp_entry e = { r->start, r->end, r->state, mw };
+	struct mp_entry e = { r->start, r->end, r->state, mw, r->prot };
 
 	for (; a < b; a += mw->page_size)
 		if (!mp_mark_written(&e, a))

@@ -24,6 +24,12 @@ struct mw_range {
 	 * shared with the SIGSEGV handler.  Unused by the uffd backend.
 	 */
 	_Atomic unsigned char *state;
+	/*
+	 * mprotect backend: the protection found at add, PROT_READ |
+	 * PROT_WRITE [| PROT_EXEC]; a clean page has it without PROT_WRITE,
+	 * and remove puts it back.
+	 */
+	int prot;
 };
 
 struct memwatch;
