@@ -11,6 +11,9 @@
  *    WP_MATCHING when resetting, resuming at walk_end while the region
  *    buffer came back full.  max_pages makes the kernel stop after the
  *    first N pages, so a reset re-arms exactly what was returned;
+ *  - hugetlb: add notes the range's hugetlb VMAs (smaps), and no
+ *    write-protecting call ever covers part of a huge page (by its range
+ *    or its max_pages): kernels disagree on what that does;
  *  - reset: PAGEMAP_SCAN with WP_MATCHING and no output vector.
  * Transparent huge pages: add write-protects a THP as one PMD; the first
  * write to it makes the kernel split it and resolve the fault on the
@@ -22,6 +25,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -88,14 +93,112 @@ static int uffd_unregister(struct memwatch *mw, struct mw_range *r)
 	return ioctl(mw->uffd, UFFDIO_UNREGISTER, &range) < 0 ? -errno : 0;
 }
 
+/*
+ * Does a VMA that backs a file (inode != 0 in /proc/self/maps) overlap
+ * [a, b)?  Anonymous memory cannot be hugetlb; this spares the smaps read
+ * (which walks every page table of the process) for most ranges.
+ */
+static int maybe_hugetlb(uintptr_t a, uintptr_t b)
+{
+	char *text, *line;
+	int ret;
+
+	ret = mw_read_proc(0, "maps", &text);
+	if (ret)
+		return ret;
+	for (line = text; *line; ) {
+		unsigned long long start, end, inode;
+		char *eol = strchr(line, '\n');
+
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &start, &end,
+			   &inode) == 3 && start < b && end > a && inode) {
+			ret = 1;
+			break;
+		}
+		if (!eol)
+			break;
+		line = eol + 1;
+	}
+	free(text);
+	return ret;
+}
+
+/* Record the hugetlb VMAs inside r (r->huge, sorted). */
+static int find_huge(struct mw_range *r)
+{
+	struct mw_vma_info *v = NULL;
+	size_t i, n = 0;
+	char *text;
+	int ret;
+
+	ret = maybe_hugetlb(r->start, r->end);
+	if (ret <= 0)
+		return ret;
+	ret = mw_read_proc(0, "smaps", &text);
+	if (ret)
+		return ret;
+	ret = mw_parse_smaps(text, &v, &n);
+	free(text);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct mw_huge *h;
+
+		if (!(v[i].flags & MW_VMA_HUGETLB) || v[i].start >= r->end ||
+		    v[i].end <= r->start || v[i].page_size <= 1)
+			continue;
+		h = realloc(r->huge, (r->nhuge + 1) * sizeof(*h));
+		if (!h) {
+			ret = -ENOMEM;
+			break;
+		}
+		r->huge = h;
+		h[r->nhuge].start = v[i].start > r->start ? v[i].start : r->start;
+		h[r->nhuge].end = v[i].end < r->end ? v[i].end : r->end;
+		h[r->nhuge].page_size = v[i].page_size;
+		r->nhuge++;
+	}
+	free(v);
+	return ret;
+}
+
+/*
+ * [a, b) is cut into pieces at the edges of r's hugetlb VMAs; *unit is the
+ * piece's page size (mw->page_size outside hugetlb).  Returns the end of
+ * the piece starting at a.
+ */
+static uintptr_t next_piece(struct memwatch *mw, struct mw_range *r,
+			    uintptr_t a, uintptr_t b, uintptr_t *unit)
+{
+	size_t i;
+
+	*unit = mw->page_size;
+	for (i = 0; i < r->nhuge; i++) {
+		const struct mw_huge *h = &r->huge[i];
+
+		if (h->end <= a)
+			continue;
+		if (h->start <= a) {
+			*unit = h->page_size;
+			return h->end < b ? h->end : b;
+		}
+		return h->start < b ? h->start : b;
+	}
+	return b;
+}
+
 static int uffd_add(struct memwatch *mw, struct mw_range *r)
 {
 	struct uffdio_register reg = {
 		.range = { .start = r->start, .len = r->end - r->start },
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
+	uintptr_t a, end, unit;
 	int ret;
 
+	ret = find_huge(r);
+	if (ret)
+		return ret;
 	if (ioctl(mw->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return -errno;
 	if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
@@ -103,7 +206,14 @@ static int uffd_add(struct memwatch *mw, struct mw_range *r)
 		uffd_unregister(mw, r);
 		return -EOPNOTSUPP;
 	}
-	ret = uffd_wp(mw, r->start, r->end);
+	/*
+	 * One call per piece: 6.12 refuses (EINVAL) one UFFDIO_WRITEPROTECT
+	 * over a hugetlb VMA and memory after it that ends off a huge page.
+	 */
+	for (a = r->start; a < r->end && !ret; a = end) {
+		end = next_piece(mw, r, a, r->end, &unit);
+		ret = uffd_wp(mw, a, end);
+	}
 	if (ret)
 		uffd_unregister(mw, r);
 	return ret;
@@ -114,104 +224,149 @@ static int uffd_remove(struct memwatch *mw, struct mw_range *r)
 	return uffd_unregister(mw, r);
 }
 
-/* hugetlb page sizes are multiples of this (x86_64: 2 MiB, 1 GiB). */
-#define MW_HUGE_STEP (2UL << 20)
-
-static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		    uintptr_t b, bool reset, void **pages, size_t *count)
+/*
+ * Report the written pages of [at, end) into pages[*n .. cap), in order,
+ * re-arming them when arm.  unit is the piece's page size: a hugetlb page
+ * can only be re-armed whole, so a re-arming call never asks for part of
+ * one: its max_pages is a whole number of huge pages, and once less than
+ * one huge page fits, the rest is reported without re-arming (a false
+ * positive next time, never a lost write).  The caller has cut [at, end)
+ * to whole huge pages when arming.  Kernels differ in what they do with a
+ * partial huge page under PM_SCAN_WP_MATCHING (the patched 6.1 stops
+ * there, 6.12 skips it and goes on); never asking for one gives the same
+ * answer on both.
+ */
+static int get_piece(struct memwatch *mw, uintptr_t at, uintptr_t end,
+		     bool arm, uintptr_t unit, void **pages, size_t *n,
+		     size_t cap)
 {
 	struct mw_page_region vec[MW_SCAN_REGIONS];
 	struct mw_pm_scan_arg arg;
-	size_t cap = *count, n = 0;
-	uintptr_t at = a, plain_end = a, end;
-	bool arm;
+	size_t per = unit / mw->page_size, max, found;
 	long i, ret;
 
-	(void)r;
-	while (at < b && n < cap) {
-		/* [at, plain_end) is reported without re-arming (see below). */
-		arm = reset && at >= plain_end;
-		end = arm || !reset ? b : plain_end;
+	while (at < end && *n < cap) {
+		max = cap - *n;
+		if (arm && per > 1) {
+			max -= max % per;
+			if (!max) {
+				arm = false;
+				max = cap - *n;
+			}
+		}
 		memset(&arg, 0, sizeof(arg));
 		arg.flags = arm ? MW_PM_SCAN_WP_MATCHING : 0;
 		arg.start = at;
 		arg.end = end;
 		arg.vec = (uintptr_t)vec;
 		arg.vec_len = MW_SCAN_REGIONS;
-		arg.max_pages = cap - n;
+		arg.max_pages = max;
 		arg.category_mask = MW_PAGE_IS_WRITTEN;
 		arg.return_mask = MW_PAGE_IS_WRITTEN;
 		ret = mw_pagemap_scan(mw->pagemap_fd, &arg);
 		if (ret < 0)
 			return (int)ret;
+		found = 0;
 		for (i = 0; i < ret; i++) {
 			uint64_t p;
 
-			for (p = vec[i].start; p < vec[i].end && n < cap;
-			     p += mw->page_size)
-				pages[n++] = (void *)(uintptr_t)p;
+			for (p = vec[i].start; p < vec[i].end && *n < cap;
+			     p += mw->page_size, found++)
+				pages[(*n)++] = (void *)(uintptr_t)p;
 		}
-		if (n == cap)
+		if (arg.walk_end >= end || arg.walk_end <= at)
 			break;
-		if (arg.walk_end >= end) {
-			at = end;
-			continue;
-		}
-		/* The region buffer filled up: resume where the walk ended. */
-		if (ret == MW_SCAN_REGIONS && arg.walk_end > at) {
+		/* Stopped by max_pages or a full region buffer: go on. */
+		if (found == max || ret == MW_SCAN_REGIONS) {
 			at = arg.walk_end;
 			continue;
 		}
-		if (!arm)
-			break;
-		/*
-		 * A re-arming walk stopped early with room left in the array:
-		 * before a hugetlb page that the kernel can only protect
-		 * whole, and that is only partly inside [at, b) or does not
-		 * fit in the array.  Report that page's pages without
-		 * re-arming them (they are reported again next time: a false
-		 * positive, never a lost write), then re-arm again after it,
-		 * one 2 MiB step at a time.
-		 */
-		at = arg.walk_end > at ? arg.walk_end : at;
-		plain_end = (at + MW_HUGE_STEP) & ~(uintptr_t)(MW_HUGE_STEP - 1);
-		if (plain_end > b)
-			plain_end = b;
+		break;	/* the mappings changed under the watch */
 	}
-	*count = n;
 	return 0;
 }
 
-static int uffd_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		      uintptr_t b)
+static uintptr_t align_up(uintptr_t x, uintptr_t unit)
+{
+	return (x + unit - 1) & ~(unit - 1);
+}
+
+static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		    uintptr_t b, bool reset, void **pages, size_t *count)
+{
+	size_t cap = *count, n = 0;
+	uintptr_t unit, end, hs, he;
+	int ret = 0;
+
+	while (a < b && n < cap && !ret) {
+		end = next_piece(mw, r, a, b, &unit);
+		hs = align_up(a, unit);
+		he = end & ~(unit - 1);
+		if (!reset || unit == mw->page_size) {
+			ret = get_piece(mw, a, end, reset, unit, pages, &n, cap);
+		} else if (hs >= he) {
+			/* inside one huge page that [a, b) cuts: not re-armed */
+			ret = get_piece(mw, a, end, false, unit, pages, &n, cap);
+		} else {
+			/* partial huge pages at either end are not re-armed */
+			if (a < hs)
+				ret = get_piece(mw, a, hs, false, unit, pages, &n,
+						cap);
+			if (!ret)
+				ret = get_piece(mw, hs, he, true, unit, pages, &n,
+						cap);
+			if (!ret && he < end)
+				ret = get_piece(mw, he, end, false, unit, pages,
+						&n, cap);
+		}
+		a = end;
+	}
+	*count = n;
+	return ret;
+}
+
+/* Re-arm the written pages of [a, b): PAGEMAP_SCAN, no output vector. */
+static int reset_piece(struct memwatch *mw, uintptr_t a, uintptr_t b)
 {
 	struct mw_pm_scan_arg arg;
-	uintptr_t at = a;
 	long ret;
 
-	(void)r;
-	while (at < b) {
+	while (a < b) {
 		memset(&arg, 0, sizeof(arg));
 		arg.flags = MW_PM_SCAN_WP_MATCHING;
-		arg.start = at;
+		arg.start = a;
 		arg.end = b;
 		arg.category_mask = MW_PAGE_IS_WRITTEN;
 		arg.return_mask = MW_PAGE_IS_WRITTEN;
 		ret = mw_pagemap_scan(mw->pagemap_fd, &arg);
 		if (ret < 0)
 			return (int)ret;
-		if (arg.walk_end >= b)
+		if (arg.walk_end >= b || arg.walk_end <= a)
 			break;
-		/*
-		 * The walk stopped at the start of a hugetlb page that is only
-		 * partly inside [at, b) and cannot be protected in part: leave
-		 * it written (reported again: no write lost) and go on after
-		 * it, one 2 MiB step at a time (a 1 GiB page takes several).
-		 */
-		at = ((arg.walk_end > at ? arg.walk_end : at) + MW_HUGE_STEP) &
-		     ~(uintptr_t)(MW_HUGE_STEP - 1);
+		a = arg.walk_end;
 	}
 	return 0;
+}
+
+/*
+ * A hugetlb page only partly inside [a, b) cannot be protected in part: it
+ * stays written (reported again: no write lost).
+ */
+static int uffd_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		      uintptr_t b)
+{
+	uintptr_t unit, end, hs, he;
+	int ret = 0;
+
+	while (a < b && !ret) {
+		end = next_piece(mw, r, a, b, &unit);
+		hs = align_up(a, unit);
+		he = end & ~(unit - 1);
+		if (hs < he)
+			ret = reset_piece(mw, hs, he);
+		a = end;
+	}
+	return ret;
 }
 
 const struct mw_backend_ops mw_uffd_ops = {

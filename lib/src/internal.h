@@ -14,6 +14,25 @@
 
 #define MW_HIDDEN __attribute__((visibility("hidden")))
 
+/* A VMA as /proc/PID/smaps describes it (util.c). */
+#define MW_VMA_HUGETLB	(1U << 0)	/* VmFlags "ht" */
+#define MW_VMA_PFNMAP	(1U << 1)	/* "pf": PAGEMAP_SCAN skips it */
+#define MW_VMA_IO	(1U << 2)	/* "io": PAGEMAP_SCAN skips it */
+
+struct mw_vma_info {
+	uintptr_t start;
+	uintptr_t end;
+	uintptr_t page_size;		/* KernelPageSize */
+	unsigned int flags;		/* MW_VMA_* */
+};
+
+/* A hugetlb part of a watched range: [start, end), pages of page_size. */
+struct mw_huge {
+	uintptr_t start;
+	uintptr_t end;
+	uintptr_t page_size;
+};
+
 /* One watched range, [start, end), page aligned. */
 struct mw_range {
 	uintptr_t start;
@@ -30,6 +49,12 @@ struct mw_range {
 	 * and remove puts it back.
 	 */
 	int prot;
+	/*
+	 * uffd backend: the hugetlb VMAs inside the range when it was added
+	 * (sorted), so that no write-protecting scan cuts a huge page.
+	 */
+	struct mw_huge *huge;
+	size_t nhuge;
 };
 
 struct memwatch;
@@ -79,5 +104,10 @@ int mw_pread_full(int fd, void *buf, size_t len, off_t off) MW_HIDDEN;
 int mw_write_full(int fd, const void *buf, size_t len) MW_HIDDEN;
 long mw_pagemap_scan(int fd, struct mw_pm_scan_arg *arg) MW_HIDDEN;
 int mw_uffd_create(void) MW_HIDDEN;
+int mw_read_file(int fd, char **out) MW_HIDDEN;
+int mw_read_proc(pid_t pid, const char *file, char **out) MW_HIDDEN;
+void *mw_grow(void *arr, size_t *cap, size_t n, size_t size) MW_HIDDEN;
+int mw_parse_smaps(const char *text, struct mw_vma_info **out,
+		   size_t *count) MW_HIDDEN;
 
 #endif /* MW_INTERNAL_H */

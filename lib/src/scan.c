@@ -261,43 +261,14 @@ static int refresh_self(struct memwatch_scan *s)
 
 static int read_maps(struct memwatch_scan *s, char **out)
 {
-	size_t cap = 16384, len = 0;
-	char *buf = malloc(cap);
+	int ret = mw_read_file(s->maps_fd, out);
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = pread(s->maps_fd, buf + len, cap - len - 1,
-				  (off_t)len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			free(buf);
-			return errno == ESRCH ? -ESRCH : -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
+	return ret == -ESRCH ? -ESRCH : ret;
 }
 
 static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count)
 {
-	struct memwatch_vma *v = NULL;
+	struct memwatch_vma *v = NULL, *nv;
 	size_t n = 0, cap = 0;
 	const char *line = text;
 
@@ -322,17 +293,12 @@ static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count
 				l = sizeof(name) - 1;
 			memcpy(name, p, l);
 			name[l] = '\0';
-			if (n == cap) {
-				struct memwatch_vma *nv;
-
-				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
+			nv = mw_grow(v, &cap, n, sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
 			}
+			v = nv;
 			memset(&v[n], 0, sizeof(v[n]));
 			v[n].start = start;
 			v[n].end = end;

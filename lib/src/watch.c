@@ -97,8 +97,10 @@ void memwatch_close(struct memwatch *mw)
 		return;
 	/* In a forked child the backend only drops what is process-local. */
 	mw->ops->close(mw);
-	for (i = 0; i < mw->nranges; i++)
+	for (i = 0; i < mw->nranges; i++) {
 		free((void *)mw->ranges[i].state);
+		free(mw->ranges[i].huge);
+	}
 	free(mw->ranges);
 	pthread_mutex_destroy(&mw->lock);
 	free(mw);
@@ -222,6 +224,8 @@ int memwatch_add(struct memwatch *mw, void *addr, size_t len,
 	r->start = a;
 	r->end = b;
 	r->state = NULL;
+	r->huge = NULL;
+	r->nhuge = 0;
 	if (mw->backend != MEMWATCH_BACKEND_UFFD) {
 		r->state = calloc((b - a) / mw->page_size, 1);
 		if (!r->state) {
@@ -235,6 +239,7 @@ int memwatch_add(struct memwatch *mw, void *addr, size_t len,
 		goto out;
 	mw->nranges--;
 	free((void *)r->state);
+	free(r->huge);
 undo:
 	for (i = pos; i < mw->nranges; i++)
 		mw->ranges[i] = mw->ranges[i + 1];
@@ -267,6 +272,7 @@ int memwatch_remove(struct memwatch *mw, void *addr, size_t len)
 	if (ret)
 		goto out;
 	free((void *)r->state);
+	free(r->huge);
 	pos = (size_t)(r - mw->ranges);
 	mw->nranges--;
 	memmove(r, r + 1, (mw->nranges - pos) * sizeof(*r));

@@ -113,6 +113,16 @@ static int getmany(char *base, size_t n, unsigned int flags, void **out,
 	return memwatch_get(mw, base, n * ps, flags, out, count);
 }
 
+/* How many of bp[0..cnt) are not base + k pages, in order. */
+static size_t misplaced(void **bp, size_t cnt, char *base)
+{
+	size_t k, bad = 0;
+
+	for (k = 0; k < cnt; k++)
+		bad += bp[k] != base + k * ps;
+	return bad;
+}
+
 static void expect(const char *desc, char *base, size_t first, size_t n,
 		   unsigned int flags, size_t cap, const char *want)
 {
@@ -140,7 +150,7 @@ int main(int argc, char **argv)
 	sd = be == MEMWATCH_BACKEND_SOFT_DIRTY;
 	mp = be == MEMWATCH_BACKEND_MPROTECT;
 
-	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 86 : 73);
+	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 95 : 73);
 	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (!tap_ok(ret == 0 && memwatch_get_backend(mw) == be,
 		    "open the %s backend", argv[1]))
@@ -440,8 +450,57 @@ int main(int argc, char **argv)
 		ret = getmany(t, np, 0, bp, np, &cnt);
 		tap_ok(ret == 0 && cnt == 512 && bp[0] == t && bp[511] == t + 511 * ps,
 		       "only the partial one was left written (got %zu)", cnt);
+		/*
+		 * max_pages smaller than a huge page with two written: the
+		 * first 100 pages of the first one, nothing re-armed (6.12 left
+		 * alone points walk_end at the last written huge page).
+		 */
+		CHECK_EQ(memwatch_reset(mw, t, np * ps), 0, "reset all");
+		t[5 * ps] = 6;
+		t[700 * ps] = 6;
+		ret = getmany(t, np, MEMWATCH_GET_RESET, bp, 100, &cnt);
+		bad = misplaced(bp, cnt, t);
+		tap_ok(ret == 0 && cnt == 100 && !bad,
+		       "two written, array of 100 with reset: pages 0-99 of the first (got %zu, %zu wrong)",
+		       cnt, bad);
+		ret = getmany(t, np, MEMWATCH_GET_RESET, bp, 600, &cnt);
+		bad = misplaced(bp, cnt, t);
+		tap_ok(ret == 0 && cnt == 600 && !bad,
+		       "array of 600: the first huge page (re-armed) and 88 of the second (got %zu, %zu wrong)",
+		       cnt, bad);
+		ret = getmany(t, np, 0, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 512 && bp[0] == t + 512 * ps,
+		       "only the second is still written (got %zu)", cnt);
 		CHECK_EQ(memwatch_remove(mw, t, np * ps), 0, "remove the hugetlb range");
-		munmap(t, np * ps);
+
+		/*
+		 * One watched range over a hugetlb VMA and 4 KiB pages after
+		 * it (6.12's UFFDIO_WRITEPROTECT refuses such a range in one
+		 * call; the library protects it piece by piece): with less
+		 * room than a huge page, the hugetlb pages come first and the
+		 * small page after them is not reached.
+		 */
+		munmap(t + 512 * ps, 512 * ps);
+		if (mmap(t + 512 * ps, 16 * ps, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			tap_diag("mmap after the hugetlb page: %s", strerror(errno));
+		CHECK_EQ(memwatch_add(mw, t, 528 * ps, 0), 0,
+			 "watch a hugetlb page and 16 small pages after it");
+		t[1 * ps] = 7;
+		t[520 * ps] = 7;
+		ret = getmany(t, 528, MEMWATCH_GET_RESET, bp, 50, &cnt);
+		bad = misplaced(bp, cnt, t);
+		tap_ok(ret == 0 && cnt == 50 && !bad,
+		       "array of 50 with reset: pages 0-49 of the hugetlb page, in order (got %zu, %zu wrong)",
+		       cnt, bad);
+		ret = getmany(t, 528, MEMWATCH_GET_RESET, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 513 && bp[0] == t && bp[511] == t + 511 * ps &&
+		       bp[512] == t + 520 * ps,
+		       "then all: 512 + the small page (got %zu)", cnt);
+		ret = getmany(t, 528, 0, bp, np, &cnt);
+		tap_ok(ret == 0 && cnt == 0, "and all of it re-armed (got %zu)", cnt);
+		CHECK_EQ(memwatch_remove(mw, t, 528 * ps), 0, "remove it");
+		munmap(t, 528 * ps);
 		free(bp);
 	}
 
