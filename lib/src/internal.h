@@ -17,7 +17,9 @@
 /* A VMA as /proc/PID/smaps describes it (util.c). */
 #define MW_VMA_HUGETLB	(1U << 0)	/* VmFlags "ht" */
 #define MW_VMA_PFNMAP	(1U << 1)	/* "pf": PAGEMAP_SCAN skips it */
-#define MW_VMA_IO	(1U << 2)	/* "io": PAGEMAP_SCAN skips it */
+#define MW_VMA_IO	(1U << 2)	/* "io" */
+#define MW_VMA_UFFD_WP	(1U << 3)	/* "uw": registered for uffd-wp */
+#define MW_VMA_ANON	(1U << 4)	/* private anonymous memory */
 
 struct mw_vma_info {
 	uintptr_t start;

@@ -25,6 +25,7 @@
 #include "internal.h"
 
 #define MW_SCAN_BUF 512
+#define MW_HUGE_BLOCK (2UL << 20)	/* what one page table maps (x86_64) */
 #define MW_USER_TOP 0x800000000000ULL	/* x86_64 4-level user space */
 
 struct memwatch_scan {
@@ -33,6 +34,7 @@ struct memwatch_scan {
 	int pidfd;
 	int pagemap_fd;
 	int maps_fd;
+	int smaps_fd;			/* pagemap-read fallback */
 	bool use_ioctl;
 	uint64_t categories;		/* what this scan can answer */
 	uint64_t zero_pfn;		/* 0: unknown */
@@ -48,6 +50,7 @@ struct memwatch_scan {
 	struct memwatch_region pending;
 	bool have_pending;
 	struct memwatch_vma *vmas;	/* pagemap-read fallback */
+	unsigned int *vflags;		/* MW_VMA_* of each of vmas */
 	size_t nvmas, vma_i;
 };
 
@@ -77,6 +80,10 @@ static int open_fds(struct memwatch_scan *s)
 	if (fd < 0)
 		return fd == -ENOENT ? -ESRCH : fd;
 	s->maps_fd = fd;
+	fd = mw_open_proc(s->pid, "smaps", O_RDONLY);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESRCH : fd;
+	s->smaps_fd = fd;
 	s->owner = getpid();
 	return 0;
 }
@@ -87,7 +94,9 @@ static void close_fds(struct memwatch_scan *s)
 		close(s->pagemap_fd);
 	if (s->maps_fd >= 0)
 		close(s->maps_fd);
-	s->pagemap_fd = s->maps_fd = -1;
+	if (s->smaps_fd >= 0)
+		close(s->smaps_fd);
+	s->pagemap_fd = s->maps_fd = s->smaps_fd = -1;
 }
 
 /* The PFN of the shared zero page, read from our own pagemap. */
@@ -129,7 +138,7 @@ static int scan_init(struct memwatch_scan **out, pid_t pid, int pidfd,
 	}
 	s->pid = pid;
 	s->pidfd = pidfd;
-	s->pagemap_fd = s->maps_fd = -1;
+	s->pagemap_fd = s->maps_fd = s->smaps_fd = -1;
 	ret = open_fds(s);
 	if (ret == 0 && pidfd >= 0)
 		ret = pidfd_alive(pidfd);
@@ -237,6 +246,7 @@ void memwatch_scan_close(struct memwatch_scan *s)
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	free(s->vmas);
+	free(s->vflags);
 	free(s);
 }
 
@@ -259,12 +269,6 @@ static int refresh_self(struct memwatch_scan *s)
 	return open_fds(s);
 }
 
-static int read_maps(struct memwatch_scan *s, char **out)
-{
-	int ret = mw_read_file(s->maps_fd, out);
-
-	return ret == -ESRCH ? -ESRCH : ret;
-}
 
 static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count)
 {
@@ -328,12 +332,48 @@ int memwatch_scan_vmas(struct memwatch_scan *s, struct memwatch_vma **vmas,
 	ret = refresh_self(s);
 	if (ret)
 		return ret;
-	ret = read_maps(s, &text);
+	ret = mw_read_file(s->maps_fd, &text);
 	if (ret)
 		return ret;
 	ret = parse_maps(text, vmas, count);
 	free(text);
 	if (ret == 0 && *count == 0 && s->pid)
+		ret = -ESRCH;	/* a zombie or a kernel thread: no mm */
+	return ret;
+}
+
+/*
+ * The pagemap-read fallback needs more than /proc/PID/maps says: which
+ * VMAs PAGEMAP_SCAN skips (VM_PFNMAP), which are hugetlb, registered for
+ * uffd-wp or private anonymous memory.  smaps has the maps lines too.
+ */
+static int read_smaps(struct memwatch_scan *s)
+{
+	struct mw_vma_info *info = NULL;
+	size_t ninfo = 0, i, j = 0;
+	char *text;
+	int ret;
+
+	ret = mw_read_file(s->smaps_fd, &text);
+	if (ret)
+		return ret;
+	ret = parse_maps(text, &s->vmas, &s->nvmas);
+	if (!ret)
+		ret = mw_parse_smaps(text, &info, &ninfo);
+	free(text);
+	if (!ret && s->nvmas) {
+		s->vflags = calloc(s->nvmas, sizeof(*s->vflags));
+		if (!s->vflags)
+			ret = -ENOMEM;
+	}
+	for (i = 0; !ret && i < s->nvmas; i++) {
+		while (j < ninfo && info[j].start < s->vmas[i].start)
+			j++;
+		if (j < ninfo && info[j].start == s->vmas[i].start)
+			s->vflags[i] = info[j].flags;
+	}
+	free(info);
+	if (ret == 0 && s->nvmas == 0 && s->pid)
 		ret = -ESRCH;	/* a zombie or a kernel thread: no mm */
 	return ret;
 }
@@ -363,13 +403,16 @@ int memwatch_scan_begin(struct memwatch_scan *s,
 
 	s->q = *q;
 	free(s->vmas);
+	free(s->vflags);
 	s->vmas = NULL;
+	s->vflags = NULL;
 	s->nvmas = s->vma_i = 0;
-	if (!s->use_ioctl || !q->end) {
+	if (!s->use_ioctl)
+		ret = read_smaps(s);
+	else if (!q->end)
 		ret = memwatch_scan_vmas(s, &s->vmas, &s->nvmas);
-		if (ret)
-			return ret;
-	}
+	if (ret)
+		return ret;
 	if (!s->q.end)
 		s->q.end = s->nvmas ? s->vmas[s->nvmas - 1].end : 0;
 	s->q.end = (s->q.end + s->page_size - 1) & ~(uint64_t)(s->page_size - 1);
@@ -416,8 +459,14 @@ static int refill_ioctl(struct memwatch_scan *s)
 	return 0;
 }
 
-/* The categories PAGEMAP_SCAN would give the page behind pagemap entry e. */
-static uint64_t entry_categories(const struct memwatch_scan *s, uint64_t e)
+/*
+ * The categories PAGEMAP_SCAN (upstream 6.12's rules, which the memwatch
+ * series follows) would give the page behind pagemap entry e, in a VMA
+ * with MW_VMA_* flags vf and protection prot.  table: the page's 2 MiB
+ * block has a page table (see refill_pread()).
+ */
+static uint64_t entry_categories(const struct memwatch_scan *s, uint64_t e,
+				 unsigned int vf, unsigned int prot, bool table)
 {
 	uint64_t c = 0;
 
@@ -425,19 +474,43 @@ static uint64_t entry_categories(const struct memwatch_scan *s, uint64_t e)
 		c |= MW_PAGE_IS_PRESENT;
 		if (s->zero_pfn && (e & MW_PM_PFN_MASK) == s->zero_pfn)
 			c |= MW_PAGE_IS_PFNZERO;
-	} else if (e & MW_PM_SWAP) {
+		if (!(e & MW_PM_UFFD_WP))
+			c |= MW_PAGE_IS_WRITTEN;
+		if (e & MW_PM_FILE)
+			c |= MW_PAGE_IS_FILE;
+		/*
+		 * Private anonymous memory holds anonymous pages and zero
+		 * pages: a "file" page there is the huge zero page, which
+		 * pagemap calls a file page and PAGEMAP_SCAN a zero page.
+		 */
+		if ((vf & MW_VMA_ANON) && (c & MW_PAGE_IS_FILE))
+			c ^= MW_PAGE_IS_FILE | MW_PAGE_IS_PFNZERO;
+		/*
+		 * pagemap shows a hugetlb page's soft-dirty bit only through
+		 * its VMA's; the page's own bit is set whenever it is mapped
+		 * dirty, which in a writable VMA it is once written (a
+		 * private page only read is the difference left).
+		 */
+		if ((vf & MW_VMA_HUGETLB) && (prot & PROT_WRITE))
+			c |= MW_PAGE_IS_SOFT_DIRTY;
+	} else if ((e & MW_PM_SWAP) ||
+		   ((vf & MW_VMA_HUGETLB) && (e & MW_PM_UFFD_WP))) {
+		/* a swap entry, or a uffd-wp marker (hugetlb: no bit 62) */
 		c |= MW_PAGE_IS_SWAPPED;
-	}
-	/*
-	 * PAGE_IS_WRITTEN is "not write-protected by uffd-wp" in every VMA:
-	 * a page that maps nothing and has no uffd-wp marker (never touched,
-	 * dropped by MADV_DONTNEED, no page table) is written too.  pagemap
-	 * shows PM_UFFD_WP for protected ptes, swap entries and markers.
-	 */
-	if (!(e & MW_PM_UFFD_WP))
+		if (!(e & MW_PM_UFFD_WP))
+			c |= MW_PAGE_IS_WRITTEN;
+		if (e & MW_PM_FILE)
+			c |= MW_PAGE_IS_FILE;
+	} else if (!(vf & MW_VMA_HUGETLB) &&
+		   (table || (vf & MW_VMA_UFFD_WP))) {
+		/*
+		 * An empty pte is "written" (it has no uffd-wp marker), and
+		 * so is a range without a page table in a VMA registered for
+		 * uffd-wp (it was zapped); elsewhere a range without a page
+		 * table is not, nor is an empty hugetlb entry.
+		 */
 		c |= MW_PAGE_IS_WRITTEN;
-	if ((c & (MW_PAGE_IS_PRESENT | MW_PAGE_IS_SWAPPED)) && (e & MW_PM_FILE))
-		c |= MW_PAGE_IS_FILE;
+	}
 	if (e & MW_PM_SOFT_DIRTY)
 		c |= MW_PAGE_IS_SOFT_DIRTY;
 	return c;
@@ -451,38 +524,54 @@ static bool interesting(const struct memwatch_scan_query *q, uint64_t c)
 	return !q->category_anyof_mask || (c & q->category_anyof_mask);
 }
 
-/* One batch of pagemap entries from the cursor, as regions in buf. */
+/*
+ * One 2 MiB block of pagemap entries from the cursor, within one VMA, as
+ * regions in buf.  pagemap cannot tell an empty pte from a range without a
+ * page table, which PAGEMAP_SCAN answers differently: the block has a page
+ * table (one per 2 MiB, whatever VMAs share it) if any of its entries maps
+ * or swaps something.  A table whose every pte was emptied (MADV_DONTNEED
+ * of the whole block, or the VMA that used it unmapped) looks like none.
+ */
 static int refill_pread(struct memwatch_scan *s)
 {
+	const size_t per_block = MW_HUGE_BLOCK / 4096;
 	uint64_t ent[MW_SCAN_BUF];
 	const struct memwatch_vma *v;
-	uint64_t from, to, i;
-	size_t n;
+	uint64_t block, from, to, i;
+	unsigned int vf;
+	bool table = false;
 	int ret;
 
 	s->buf_n = s->buf_i = 0;
-	while (s->vma_i < s->nvmas && s->vmas[s->vma_i].end <= s->cursor)
-		s->vma_i++;
-	/* The kernel skips VM_PFNMAP mappings such as [vvar]. */
-	while (s->vma_i < s->nvmas && !strcmp(s->vmas[s->vma_i].name, "[vvar]"))
+	/* PAGEMAP_SCAN skips VM_PFNMAP mappings: [vvar], [vvar_vclock], ... */
+	while (s->vma_i < s->nvmas && (s->vmas[s->vma_i].end <= s->cursor ||
+				       (s->vflags[s->vma_i] & MW_VMA_PFNMAP)))
 		s->vma_i++;
 	if (s->vma_i >= s->nvmas || s->vmas[s->vma_i].start >= s->q.end) {
 		s->done = true;
 		return 0;
 	}
 	v = &s->vmas[s->vma_i];
+	vf = s->vflags[s->vma_i];
 	from = s->cursor > v->start ? s->cursor : v->start;
-	to = v->end < s->q.end ? v->end : s->q.end;
-	n = (size_t)((to - from) / s->page_size);
-	if (n > MW_SCAN_BUF)
-		n = MW_SCAN_BUF;
-	ret = mw_pread_full(s->pagemap_fd, ent, n * sizeof(ent[0]),
-			    (off_t)(from / s->page_size * 8));
+	block = from & ~(uint64_t)(MW_HUGE_BLOCK - 1);
+	to = block + MW_HUGE_BLOCK;
+	if (to > v->end)
+		to = v->end;
+	if (to > s->q.end)
+		to = s->q.end;
+	if (s->page_size != 4096 || per_block > MW_SCAN_BUF)
+		return -EOPNOTSUPP;
+	ret = mw_pread_full(s->pagemap_fd, ent, per_block * sizeof(ent[0]),
+			    (off_t)(block / s->page_size * 8));
 	if (ret)
 		return ret;
-	for (i = 0; i < n && s->pages_left; i++) {
-		uint64_t c = entry_categories(s, ent[i]);
-		uint64_t addr = from + i * s->page_size;
+	for (i = 0; i < per_block && !table; i++)
+		table = ent[i] & (MW_PM_PRESENT | MW_PM_SWAP);
+	for (i = (from - block) / s->page_size;
+	     block + i * s->page_size < to && s->pages_left; i++) {
+		uint64_t c = entry_categories(s, ent[i], vf, v->prot, table);
+		uint64_t addr = block + i * s->page_size;
 		struct memwatch_region *last = s->buf_n ? &s->buf[s->buf_n - 1] : NULL;
 
 		if (!interesting(&s->q, c))
@@ -496,7 +585,7 @@ static int refill_pread(struct memwatch_scan *s)
 		if (s->pages_left != UINT64_MAX)
 			s->pages_left--;
 	}
-	s->cursor = from + n * s->page_size;
+	s->cursor = to;
 	if (!s->pages_left || s->cursor >= s->q.end)
 		s->done = true;
 	return 0;

@@ -176,7 +176,8 @@ static bool has_vmflag(const char *p, const char *eol, const char *fl)
 
 /*
  * Parse /proc/PID/smaps text: each VMA's range, its KernelPageSize and the
- * VmFlags the library acts on ("ht" hugetlb, "pf" VM_PFNMAP, "io" VM_IO).
+ * VmFlags the library acts on ("ht" hugetlb, "pf" VM_PFNMAP, "io" VM_IO,
+ * "uw" uffd-wp registered), and whether it is private anonymous memory.
  * Entries of VMAs without a KernelPageSize line keep 0.
  */
 int mw_parse_smaps(const char *text, struct mw_vma_info **out, size_t *count)
@@ -187,13 +188,15 @@ int mw_parse_smaps(const char *text, struct mw_vma_info **out, size_t *count)
 
 	while (*line) {
 		const char *eol = strchr(line, '\n');
-		unsigned long long start, end, kb;
+		unsigned long long start, end, kb, inode;
+		char perms[8], name[8];
 		int used = 0;
 
 		if (!eol)
 			eol = line + strlen(line);
-		if (sscanf(line, "%llx-%llx %n", &start, &end, &used) == 2 &&
-		    used) {
+		name[0] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu %n", &start, &end,
+			   perms, &inode, &used) == 4 && used) {
 			nv = mw_grow(v, &cap, n, sizeof(*v));
 			if (!nv) {
 				free(v);
@@ -204,6 +207,18 @@ int mw_parse_smaps(const char *text, struct mw_vma_info **out, size_t *count)
 			memset(cur, 0, sizeof(*cur));
 			cur->start = (uintptr_t)start;
 			cur->end = (uintptr_t)end;
+			/*
+			 * Private anonymous memory ([heap], [stack], [anon:x]
+			 * or no name) holds nothing but anonymous and zero
+			 * pages; [vdso] and the like hold others.
+			 */
+			sscanf(line + used, "%7s", name);
+			if (!inode && perms[3] == 'p' &&
+			    (!name[0] || name[0] != '[' ||
+			     !strncmp(name, "[heap]", 6) ||
+			     !strncmp(name, "[stack", 6) ||
+			     !strncmp(name, "[anon:", 6)))
+				cur->flags |= MW_VMA_ANON;
 		} else if (cur && sscanf(line, "KernelPageSize: %llu kB", &kb) == 1) {
 			cur->page_size = (uintptr_t)kb << 10;
 		} else if (cur && !strncmp(line, "VmFlags:", 8)) {
@@ -213,6 +228,8 @@ int mw_parse_smaps(const char *text, struct mw_vma_info **out, size_t *count)
 				cur->flags |= MW_VMA_PFNMAP;
 			if (has_vmflag(line + 8, eol, "io"))
 				cur->flags |= MW_VMA_IO;
+			if (has_vmflag(line + 8, eol, "uw"))
+				cur->flags |= MW_VMA_UFFD_WP;
 		}
 		line = *eol ? eol + 1 : eol;
 	}
