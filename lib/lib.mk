@@ -59,7 +59,8 @@ MW_SAN_LDFLAGS := -static-libasan -static-libubsan \
 MW_SAN_LIBS := ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libgcc_s.so.1
 MW_SAN_LIBFILES := $(addprefix $(MW_BINDIR)/,$(MW_SAN_LIBS))
 
-.PHONY: lib lib-tests lib-clean install lib-install lib-check-header
+.PHONY: lib lib-tests lib-clean install lib-install lib-check-header \
+	lib-check-symbols
 
 lib: $(MW_A) $(MW_SO) $(MW_PC) $(MW_CLI)
 
@@ -75,13 +76,28 @@ $(MW_LIBOUT)/obj/san/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) -O1 -g $(MW_SAN) $(MW_CPPFLAGS) -c -o $@ $<
 
+# The static archives hold one object, partially linked from all of them,
+# with the hidden (internal mw_*) symbols made local: a program linking
+# libmemwatch.a sees only the memwatch_* API, as with the shared library.
 $(MW_A): $(MW_OBJ_STATIC)
-	@rm -f $@
-	ar rcs $@ $^
+	@rm -f $@ $(@:.a=.o)
+	ld -r -o $(@:.a=.o) $^
+	objcopy --localize-hidden $(@:.a=.o)
+	ar rcs $@ $(@:.a=.o)
 
 $(MW_A_SAN): $(MW_OBJ_SAN)
-	@rm -f $@
-	ar rcs $@ $^
+	@rm -f $@ $(@:.a=.o)
+	ld -r -o $(@:.a=.o) $^
+	objcopy --localize-hidden $(@:.a=.o)
+	ar rcs $@ $(@:.a=.o)
+
+# Fails if either library defines a global symbol outside the API.
+lib-check-symbols: $(MW_A) $(MW_SO)
+	@bad=$$( { nm -g --defined-only $(MW_A); nm -D --defined-only $(MW_SO); } | \
+		awk 'NF == 3 && $$3 !~ /^memwatch_/ && $$3 !~ /^MEMWATCH_/ { print $$3 }'); \
+	if [ -n "$$bad" ]; then \
+		echo "lib.mk: libmemwatch exports internal symbols:" $$bad >&2; exit 1; \
+	fi
 
 $(MW_SO): $(MW_OBJ_PIC) $(MW_MAP)
 	$(MW_CC) -shared -Wl,-soname,libmemwatch.so.$(MW_SOVERSION) \
@@ -99,7 +115,8 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
 
 lib-tests: $(MW_TESTS) $(MW_SAN_TESTS) $(MW_SAN_LIBFILES) $(MW_CLI_TESTS) \
-	$(MW_BINDIR)/demo-lib $(MW_BINDIR)/readme-example lib-check-header
+	$(MW_BINDIR)/demo-lib $(MW_BINDIR)/readme-example lib-check-header \
+	lib-check-symbols
 
 # README.md's example, extracted as it is printed there (its first ```c block).
 $(MW_LIBOUT)/readme-example.c: $(MW_ROOT)/README.md

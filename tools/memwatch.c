@@ -41,11 +41,20 @@ static const char usage_text[] =
 "      comma-separated subset of: present,swapped,file,zero,huge,\n"
 "      soft-dirty,written,wp-allowed (default: all).  --pread forces the\n"
 "      /proc/PID/pagemap read fallback instead of the PAGEMAP_SCAN ioctl.\n"
+"      'swapped' counts swap entries and also userfaultfd write-protect\n"
+"      markers on pages never populated or dropped (the kernel files both\n"
+"      as swap entries), so under a uffd-wp user such as a libmemwatch\n"
+"      watch it is not what is in swap.  A column is '-' where this\n"
+"      kernel cannot answer the category (soft-dirty without\n"
+"      CONFIG_MEM_SOFT_DIRTY, zero with --pread as non-root, huge with\n"
+"      --pread).\n"
 "  top PID [--interval S] [--count N] [--lines N]\n"
 "      Every S seconds (default 1), list the mappings of PID that were\n"
 "      written in that interval, most written first (N lines, default 10);\n"
 "      stop after --count intervals (default: run until interrupted).\n"
-"      Soft-dirty based: it clears PID's soft-dirty bits each interval.\n"
+"      Soft-dirty based: it clears PID's soft-dirty bits each interval,\n"
+"      which other users of them lose: do not run it on a process that\n"
+"      CRIU (pre-dump) or another soft-dirty tracker is working on.\n"
 "\n"
 "Reading another process's pages needs ptrace read access to it (same\n"
 "user and kernel.yama.ptrace_scope permitting, or CAP_SYS_PTRACE); 'top'\n"
@@ -239,7 +248,9 @@ static int cmd_probe(int argc, char **argv)
 	yesno("soft-dirty:", p.features & MEMWATCH_FEAT_SOFT_DIRTY,
 	      "(kernel built without CONFIG_MEM_SOFT_DIRTY)");
 	yesno("PFNs in pagemap:", p.features & MEMWATCH_FEAT_PAGEMAP_PFN,
-	      "(needs CAP_SYS_ADMIN; zero-page detection off)");
+	      p.features & MEMWATCH_FEAT_PAGEMAP_SCAN ?
+	      "(needs CAP_SYS_ADMIN; not needed: PAGEMAP_SCAN finds zero pages)" :
+	      "(needs CAP_SYS_ADMIN; the pagemap read finds only huge zero pages)");
 	printf("write watches use: %s", memwatch_backend_name(p.backend));
 	if (exact)
 		printf(" (exact)\n");
@@ -436,6 +447,8 @@ static int cmd_scan(int argc, char **argv)
 			printf("%s{\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64
 			       "\",\"perm\":\"%s\",", shown ? "," : "", a, b, perm);
 			json_name(v[k].name);
+			if (v[k].flags & MEMWATCH_VMA_NAME_TRUNCATED)
+				printf(",\"name_truncated\":true");
 			printf(",\"pages\":%" PRIu64, (b - a) / (uint64_t)ps);
 			for (i = 0; i < NCATS; i++)
 				if (sel[i] && (mask & cats[i].bit))
@@ -455,7 +468,8 @@ static int cmd_scan(int argc, char **argv)
 				else
 					printf(" %*s", w, "-");
 			}
-			printf("%s%s\n", v[k].name[0] ? "  " : "", v[k].name);
+			printf("%s%s%s\n", v[k].name[0] ? "  " : "", v[k].name,
+			       v[k].flags & MEMWATCH_VMA_NAME_TRUNCATED ? "..." : "");
 		}
 		for (i = 0; i < NCATS; i++)
 			total[i] += counts[i];
@@ -573,7 +587,8 @@ static int cmd_top(int argc, char **argv)
 		return open_error("reset the soft-dirty bits of", pid, ret);
 	}
 	printf("memwatch top: pid %d, every %.3gs; soft-dirty based: clears the "
-	       "soft-dirty bits of pid %d each interval, and a mapping created or "
+	       "soft-dirty bits of pid %d each interval (a CRIU pre-dump or other "
+	       "soft-dirty user of it loses them), and a mapping created or "
 	       "merged during one counts as fully written\n",
 	       (int)(pid ? pid : getpid()), interval, (int)(pid ? pid : getpid()));
 	for (iter = 1; count < 0 || iter <= count; iter++) {

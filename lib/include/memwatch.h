@@ -147,8 +147,12 @@ struct memwatch_vma {
 	uint64_t offset;
 	unsigned int prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
 	unsigned int shared;		/* 1 for MAP_SHARED */
-	char name[256];			/* path, [heap], [stack], or "" */
+	char name[252];			/* path, [heap], [stack], or "" */
+	unsigned int flags;		/* MEMWATCH_VMA_* */
 };
+
+/* struct memwatch_vma.flags */
+#define MEMWATCH_VMA_NAME_TRUNCATED	(1U << 0) /* name: the first 251 bytes */
 
 /* memwatch_scan_open*() flags */
 #define MEMWATCH_SCAN_PREAD		(1U << 0) /* don't use PAGEMAP_SCAN */

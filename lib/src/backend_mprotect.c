@@ -326,14 +326,32 @@ static int mp_add(struct memwatch *mw, struct mw_range *r)
 	return ret;
 }
 
+/*
+ * Put back the protection found at add.  Part of the range may have been
+ * unmapped without memwatch_remove() (memwatch(7)): then the rest.
+ */
+static int mp_unprotect(struct memwatch *mw, struct mw_range *r)
+{
+	uintptr_t a;
+
+	if (mprotect((void *)r->start, r->end - r->start, r->prot) == 0)
+		return 0;
+	if (errno != ENOMEM)
+		return -errno;
+	for (a = r->start; a < r->end; a += mw->page_size)
+		if (mprotect((void *)a, mw->page_size, r->prot) < 0 &&
+		    errno != ENOMEM)
+			return -errno;
+	return 0;
+}
+
 static int mp_remove(struct memwatch *mw, struct mw_range *r)
 {
 	int ret;
 
 	pthread_mutex_lock(&mp_lock);
-	if (mprotect((void *)r->start, r->end - r->start, r->prot) < 0)
-		ret = -errno;
-	else
+	ret = mp_unprotect(mw, r);
+	if (!ret)
 		ret = mp_update(mw, r, false);
 	pthread_mutex_unlock(&mp_lock);
 	return ret;

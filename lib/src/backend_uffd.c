@@ -221,7 +221,13 @@ static int uffd_add(struct memwatch *mw, struct mw_range *r)
 
 static int uffd_remove(struct memwatch *mw, struct mw_range *r)
 {
-	return uffd_unregister(mw, r);
+	int ret = uffd_unregister(mw, r);
+
+	/*
+	 * EINVAL for an aligned range the kernel registered: no mapping is
+	 * left in it (unmapped without memwatch_remove()), nothing to drop.
+	 */
+	return ret == -EINVAL ? 0 : ret;
 }
 
 /*
@@ -255,7 +261,13 @@ static int get_piece(struct memwatch *mw, uintptr_t at, uintptr_t end,
 			}
 		}
 		memset(&arg, 0, sizeof(arg));
-		arg.flags = arm ? MW_PM_SCAN_WP_MATCHING : 0;
+		/*
+		 * CHECK_WPASYNC: memory unmapped and mapped again in the range
+		 * is not registered any more: -EPERM, rather than reporting
+		 * all of it written without a reset re-arming any.
+		 */
+		arg.flags = MW_PM_SCAN_CHECK_WPASYNC |
+			    (arm ? MW_PM_SCAN_WP_MATCHING : 0);
 		arg.start = at;
 		arg.end = end;
 		arg.vec = (uintptr_t)vec;
@@ -333,7 +345,7 @@ static int reset_piece(struct memwatch *mw, uintptr_t a, uintptr_t b)
 
 	while (a < b) {
 		memset(&arg, 0, sizeof(arg));
-		arg.flags = MW_PM_SCAN_WP_MATCHING;
+		arg.flags = MW_PM_SCAN_WP_MATCHING | MW_PM_SCAN_CHECK_WPASYNC;
 		arg.start = a;
 		arg.end = b;
 		arg.category_mask = MW_PAGE_IS_WRITTEN;

@@ -166,6 +166,9 @@ static int scan_init(struct memwatch_scan **out, pid_t pid, int pidfd,
 				s->categories |= MW_PAGE_IS_PFNZERO;
 		}
 	}
+	/* PAGEMAP_SCAN takes the bit without CONFIG_MEM_SOFT_DIRTY: always 0 */
+	if (!(probe.features & MEMWATCH_FEAT_SOFT_DIRTY))
+		s->categories &= ~MW_PAGE_IS_SOFT_DIRTY;
 	*out = s;
 	return 0;
 }
@@ -179,7 +182,7 @@ int memwatch_scan_open(struct memwatch_scan **out, pid_t pid,
 		return -EFAULT;
 	*out = NULL;
 	if (flags & ~MEMWATCH_SCAN_PREAD)
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	if (pid < 0)
 		return -EINVAL;
 	if (pid == getpid())
@@ -226,7 +229,7 @@ int memwatch_scan_open_pidfd(struct memwatch_scan **out, int pidfd,
 		return -EFAULT;
 	*out = NULL;
 	if (flags & ~MEMWATCH_SCAN_PREAD)
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	if (pidfd < 0)
 		return -EBADF;
 	ret = pidfd_pid(pidfd, &pid);
@@ -279,24 +282,16 @@ static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count
 	while (*line) {
 		const char *eol = strchr(line, '\n');
 		unsigned long long start, end, off;
-		char perms[8], name[256];
+		char perms[8];
 		int consumed = 0;
 
 		if (!eol)
 			eol = line + strlen(line);
-		name[0] = '\0';
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &end,
 			   perms, &off, &consumed) >= 4 && start < MW_USER_TOP) {
 			const char *p = line + consumed;
 			size_t l;
 
-			while (p < eol && *p == ' ')
-				p++;
-			l = (size_t)(eol - p);
-			if (l >= sizeof(name))
-				l = sizeof(name) - 1;
-			memcpy(name, p, l);
-			name[l] = '\0';
 			nv = mw_grow(v, &cap, n, sizeof(*v));
 			if (!nv) {
 				free(v);
@@ -304,6 +299,14 @@ static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count
 			}
 			v = nv;
 			memset(&v[n], 0, sizeof(v[n]));
+			while (p < eol && *p == ' ')
+				p++;
+			l = (size_t)(eol - p);
+			if (l >= sizeof(v[n].name)) {
+				l = sizeof(v[n].name) - 1;
+				v[n].flags = MEMWATCH_VMA_NAME_TRUNCATED;
+			}
+			memcpy(v[n].name, p, l);
 			v[n].start = start;
 			v[n].end = end;
 			v[n].offset = off;
@@ -311,7 +314,6 @@ static int parse_maps(const char *text, struct memwatch_vma **out, size_t *count
 				    (perms[1] == 'w' ? PROT_WRITE : 0) |
 				    (perms[2] == 'x' ? PROT_EXEC : 0);
 			v[n].shared = perms[3] == 's';
-			memcpy(v[n].name, name, sizeof(name));
 			n++;
 		}
 		line = *eol ? eol + 1 : eol;

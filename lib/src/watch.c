@@ -52,7 +52,7 @@ int memwatch_open(struct memwatch **out, enum memwatch_backend backend,
 		return -EFAULT;
 	*out = NULL;
 	if (flags & ~MEMWATCH_OPEN_NO_ENV)
-		return -EOPNOTSUPP;
+		return -EINVAL;	/* EOPNOTSUPP: the backend is unavailable */
 	if ((unsigned int)backend > MEMWATCH_BACKEND_MPROTECT)
 		return -EINVAL;
 	if (backend == MEMWATCH_BACKEND_AUTO &&
@@ -184,7 +184,7 @@ int memwatch_add(struct memwatch *mw, void *addr, size_t len,
 	if (!mw)
 		return -EFAULT;
 	if (flags & ~MEMWATCH_ADD_NOHUGEPAGE)
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	ret = check_span(mw, addr, len, &a, &b);
 	if (ret)
 		return ret;
@@ -291,7 +291,7 @@ int memwatch_get(struct memwatch *mw, void *addr, size_t len,
 	if (!mw || !count || (!pages && *count))
 		return -EFAULT;
 	if (flags & ~MEMWATCH_GET_RESET)
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	ret = check_span(mw, addr, len, &a, &b);
 	if (ret)
 		return ret;
@@ -369,7 +369,7 @@ unsigned int memwatch_GetWriteWatch(struct memwatch *mw, uint32_t flags,
 	if (!mw || !count || !granularity)
 		return EFAULT;
 	if (flags & ~MEMWATCH_WRITE_WATCH_FLAG_RESET)
-		return EOPNOTSUPP;
+		return EINVAL;
 	if (size == 0)
 		return EINVAL;
 	pmask = mw->page_size - 1;

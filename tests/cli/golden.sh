@@ -11,8 +11,8 @@ case " $(cat /proc/cmdline) " in
 *) echo "not in the memwatch guest, refusing"; exit 1 ;;
 esac
 case "${1:-}" in
-ioctl) via="PAGEMAP_SCAN" backend='uffd (exact)' scan=yes ;;
-pread) via="pagemap read" backend='soft-dirty (approximate' scan=no ;;
+ioctl) via="PAGEMAP_SCAN" backend='uffd (exact)' scan=yes zero='PAGEMAP_SCAN finds zero pages' ;;
+pread) via="pagemap read" backend='soft-dirty (approximate' scan=no zero='the pagemap read finds only huge zero pages' ;;
 *) echo "usage: $0 ioctl|pread" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")"
@@ -23,7 +23,7 @@ check() { # description, shell condition (evaluated)
 	if eval "$2"; then ok "$1"; else nok "$1"; fi
 }
 echo "TAP version 13"
-echo "1..17"
+echo "1..20"
 
 rm -f /tmp/cli-layout.ready
 ./cli-layout /tmp/cli-layout.ready &
@@ -69,9 +69,14 @@ sed 's/^/# /' /tmp/probe.out
 check "probe exits 0 and names the backend" '[ $rc -eq 0 ] && grep -Eq '\''^write watches use: (uffd|soft-dirty|mprotect)'\'' /tmp/probe.out'
 check "probe: PAGEMAP_SCAN ioctl $scan" 'grep -q "^  PAGEMAP_SCAN ioctl: *$scan" /tmp/probe.out'
 check "probe: write watches use $backend" 'grep -qF "write watches use: $backend" /tmp/probe.out'
+su tester -c "./memwatch probe" >/tmp/probe.out 2>&1
+sed 's/^/# /' /tmp/probe.out | grep PFN
+check "probe as uid 1000: no PFNs, and says what that costs: $zero" 'grep -q "^  PFNs in pagemap: *no .*$zero" /tmp/probe.out'
 ./memwatch --help >/tmp/help.out 2>&1
 rc=$?
 check "--help exits 0 and documents the exit status" '[ $rc -eq 0 ] && grep -q "^Exit status" /tmp/help.out'
+check "--help: 'swapped' counts uffd-wp markers too" 'grep -q "userfaultfd write-protect" /tmp/help.out && grep -q "markers on pages never populated" /tmp/help.out'
+check "--help and top: top clears soft-dirty bits, a CRIU pre-dump loses them" 'grep -q "CRIU (pre-dump)" /tmp/help.out && grep -q "CRIU pre-dump" /tmp/top.out'
 
 ./memwatch bogus >/tmp/err.out 2>&1
 rc=$?

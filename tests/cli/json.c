@@ -567,7 +567,7 @@ static struct hostile names[] = {
 	  "bad\xe2\x82-\xc0\xaf-\xed\xa0\x80-\xf4\x90\x80\x80", "", "", NULL },
 	{ "valid UTF-8 (2, 3, 4 bytes)", "ok-\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e",
 	  "", "", NULL },
-	{ "path over 300 bytes, a 3-byte character across byte 255", "", "", "",
+	{ "path over 300 bytes, a 3-byte character across byte 251", "", "", "",
 	  NULL },
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -583,9 +583,12 @@ static void make_long_path(struct hostile *h, const char *dir)
 	if (mkdir(h->path, 0755) && errno != EEXIST)
 		exit(1);
 	len = strlen(h->path) + 1;	/* with the '/' */
-	/* 'f's up to byte 253, then U+20AC at bytes 254-256, then more. */
+	/*
+	 * 'f's up to byte 249, then U+20AC at bytes 250-252, then more: the
+	 * 251 bytes memwatch_vma.name holds end inside the character.
+	 */
 	strcat(h->path, "/");
-	while (len < 254) {
+	while (len < 250) {
 		strcat(h->path, "f");
 		len++;
 	}
@@ -785,11 +788,20 @@ static bool name_matches(const struct jval *doc, const struct hostile *h,
 	}
 	if (!raw_name(m, raw, &len, why))
 		return false;
-	if (len == want && !memcmp(raw, h->shown, len))
+	const struct jval *cut = jget(m, "name_truncated");
+
+	if (len == want && !memcmp(raw, h->shown, len) && !cut)
 		return true;
-	/* memwatch_vma.name holds 255 bytes: a prefix of that length is it. */
-	if (len == 255 && want > 255 && !memcmp(raw, h->shown, len))
-		return true;
+	/*
+	 * memwatch_vma.name holds 251 bytes: a prefix of that length, said
+	 * so by "name_truncated":true, never silently.
+	 */
+	if (len == 251 && want > 251 && !memcmp(raw, h->shown, len)) {
+		if (cut && cut->type == J_TRUE)
+			return true;
+		*why = "the name is cut without \"name_truncated\":true";
+		return false;
+	}
 	*why = "the name differs from /proc/PID/maps";
 	return false;
 }

@@ -181,7 +181,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	want_ioctl = !strcmp(argv[1], "ioctl");
-	tap_plan(40);
+	tap_plan(41);
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	memwatch_probe(&probe);
 
@@ -379,6 +379,12 @@ int main(int argc, char **argv)
 			 "a category this scan cannot answer: -EOPNOTSUPP");
 		memwatch_scan_close(s);
 	}
-	CHECK_EQ(memwatch_scan_open(&s, 0, 0x100), -EOPNOTSUPP, "unknown open flag: -EOPNOTSUPP");
+	CHECK_EQ(memwatch_scan_open(&s, 0, 0x100), -EINVAL, "unknown open flag: -EINVAL");
+	/* SOFTDIRTY is "-", not 0, where the kernel has no soft-dirty bits. */
+	ret = memwatch_scan_open(&s, 0, 0);
+	CHECK_EQ(!!(memwatch_scan_categories(s) & SD),
+		 !!(probe.features & MEMWATCH_FEAT_SOFT_DIRTY),
+		 "soft-dirty is answerable exactly when the kernel has it");
+	memwatch_scan_close(s);
 	return tap_done();
 }

@@ -150,7 +150,14 @@ int main(int argc, char **argv)
 	sd = be == MEMWATCH_BACKEND_SOFT_DIRTY;
 	mp = be == MEMWATCH_BACKEND_MPROTECT;
 
-	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 95 : 73);
+	tap_plan(be == MEMWATCH_BACKEND_UFFD ? 98 : 75);
+	{
+		struct memwatch *m2 = NULL;
+
+		CHECK_EQ(memwatch_open(&m2, be, MEMWATCH_OPEN_NO_ENV | 0x100), -EINVAL,
+			 "open with an unknown flag: -EINVAL (EOPNOTSUPP means no backend)");
+		memwatch_close(m2);
+	}
 	ret = memwatch_open(&mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (!tap_ok(ret == 0 && memwatch_get_backend(mw) == be,
 		    "open the %s backend", argv[1]))
@@ -283,8 +290,10 @@ int main(int argc, char **argv)
 		 "range not fully watched: -ENOENT");
 	CHECK_EQ(memwatch_get(mw, a, ps, 0, pages, NULL), -EFAULT, "NULL count: -EFAULT");
 	CHECK_EQ(memwatch_get(mw, a, ps, 0, NULL, &cnt), -EFAULT, "NULL pages: -EFAULT");
-	CHECK_EQ(memwatch_get(mw, a, ps, 0x10, pages, &cnt), -EOPNOTSUPP,
-		 "unknown flag: -EOPNOTSUPP");
+	CHECK_EQ(memwatch_get(mw, a, ps, 0x10, pages, &cnt), -EINVAL,
+		 "get with an unknown flag: -EINVAL");
+	CHECK_EQ(memwatch_add(mw, a + 100 * ps, ps, 0x10), -EINVAL,
+		 "add with an unknown flag: -EINVAL");
 	tap_ok(memwatch_add(mw, a + 8 * ps, 16 * ps, 0) == -EEXIST &&
 	       memwatch_remove(mw, a, 8 * ps) == -ENOENT &&
 	       memwatch_reset(mw, a - ps, ps) == -ENOENT,
@@ -306,9 +315,9 @@ int main(int argc, char **argv)
 	ucnt = 16;
 	tap_ok(memwatch_GetWriteWatch(mw, 0, a, 16 * ps, pages, &ucnt, &gran) == 0 &&
 	       ucnt == 0, "nothing after ResetWriteWatch");
-	tap_ok(memwatch_GetWriteWatch(mw, 2, a, ps, pages, &ucnt, &gran) == EOPNOTSUPP &&
+	tap_ok(memwatch_GetWriteWatch(mw, 2, a, ps, pages, &ucnt, &gran) == EINVAL &&
 	       memwatch_GetWriteWatch(mw, 0, a, 0, pages, &ucnt, &gran) == EINVAL,
-	       "GetWriteWatch errors: bad flags EOPNOTSUPP, zero size EINVAL");
+	       "GetWriteWatch errors: bad flags EINVAL, zero size EINVAL");
 
 	/* Remove and re-add. */
 	touch(a, "5");
@@ -403,6 +412,20 @@ int main(int argc, char **argv)
 		       "NOHUGEPAGE: a write reports exactly its page, no THP (got %zu, THP %ld kB)",
 		       cnt, thp_kb(u));
 		free(bp);
+	}
+
+	/*
+	 * A range another userfaultfd already registers (a second context, or
+	 * the program's own uffd) cannot be watched by this one: -EBUSY.
+	 */
+	if (be == MEMWATCH_BACKEND_UFFD) {
+		struct memwatch *m2;
+
+		ret = memwatch_open(&m2, be, MEMWATCH_OPEN_NO_ENV);
+		CHECK_EQ(ret ? ret : memwatch_add(m2, a, 16 * ps, 0), -EBUSY,
+			 "a second uffd context adding a watched range: -EBUSY");
+		if (!ret)
+			memwatch_close(m2);
 	}
 
 	/* hugetlb (uffd only: soft-dirty and mprotect cannot track it on 6.1). */
