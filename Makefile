@@ -66,8 +66,9 @@ conformance: deps tree
 	@scripts/mkinitramfs
 	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
 
-## soak        the write oracle for DURATION seconds (default 1800) on the
-##             debug kernel (SEED=N replays a run, WRITERS=N writer threads)
+## soak        the write oracle, then the interface fuzzer, each for DURATION
+##             seconds (default 1800) on the debug kernel (SEED=N replays a
+##             run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer)
 DURATION ?= 1800
 WRITERS ?= 2
 soak: deps tree
@@ -77,6 +78,9 @@ soak: deps tree
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
 		--writers $(WRITERS) $(if $(SEED),--seed $(SEED))
+	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
+		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
