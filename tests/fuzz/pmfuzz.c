@@ -37,13 +37,15 @@
  *    are what the kernel documents.
  *
  *   pmfuzz [--seed N] [--calls N] [--seconds S] [--no-disrupt]
- *          [--threads N] [--hang-seconds S] [--trace] [--quiet]
+ *          [--threads N] [--hang-seconds S] [--trace] [--trace-state]
+ *          [--quiet]
  *
  * --calls bounds the number of fuzzed ioctls (default 100000 unless
  * --seconds is given; with both, whichever comes first).  --no-disrupt
  * runs the main thread alone: with the same seed, the same calls on the
  * same memory, so the per-errno counts and the digest can be compared
- * between kernels; --trace prints every call for that.  A call or a
+ * between kernels; --trace prints every call for that, --trace-state also a
+ * hash of the arena's pagemap bits after each call.  A call or a
  * disruptor operation that has not returned after --hang-seconds (default
  * 60) is a hang: it fails with the last events of every thread (the
  * sequence that led there), as the kernel may never return.  TAP output; the
@@ -251,7 +253,7 @@ struct fz {
 	/* options */
 	uint64_t seed, max_calls;
 	unsigned int seconds, nthreads;
-	bool no_disrupt, trace, quiet;
+	bool no_disrupt, trace, trace_state, quiet;
 	const char *argv0;
 	/* state */
 	uint64_t rng;
@@ -2282,6 +2284,31 @@ static void *watchdog_main(void *arg)
 
 static void one_call_(struct fz *fz, uint64_t x);
 
+/*
+ * --trace-state: after every call, a hash of the arena's present, swap and
+ * uffd-wp bits (/proc/self/pagemap).  Diffing two kernels' traces finds
+ * the first call after which their memory states differ, which the
+ * answers alone may show only much later.
+ */
+static void trace_state(struct fz *fz)
+{
+	const uint64_t bits = 1ULL << 63 | 1ULL << 62 | 1ULL << 57;
+	uint64_t h = 0xcbf29ce484222325ULL, e[512];
+
+	for (uint64_t a = ARENA; a < fz->arena_end; a += 512 * PSZ) {
+		uint64_t n = (fz->arena_end - a) / PSZ;
+
+		if (n > 512)
+			n = 512;
+		if (pread(fz->pm_self, e, n * 8, a / PSZ * 8) != (ssize_t)(n * 8))
+			bail(fz, "pread pagemap");
+		for (uint64_t i = 0; i < n; i++)
+			h = (h ^ (e[i] & bits) ^ (a / PSZ + i)) *
+			    0x100000001b3ULL;
+	}
+	printf("# state %" PRIu64 ": %016" PRIx64 "\n", fz->calls, h);
+}
+
 static void one_call(struct fz *fz)
 {
 	uint64_t x = rndn(&fz->rng, 1000);
@@ -2290,6 +2317,8 @@ static void one_call(struct fz *fz)
 	begin(fz, 0, "call %" PRIu64 " (%" PRIu64 ")", fz->calls, x);
 	one_call_(fz, x);
 	end(fz, 0, "call %" PRIu64 ": %s", fz->calls, fz->desc);
+	if (fz->trace_state)
+		trace_state(fz);
 }
 
 static void one_call_(struct fz *fz, uint64_t x)
@@ -2331,7 +2360,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [--seed N] [--calls N] [--seconds S] "
 		"[--no-disrupt] [--threads N] [--hang-seconds S] [--trace] "
-		"[--quiet]\n", argv0);
+		"[--trace-state] [--quiet]\n", argv0);
 	exit(2);
 }
 
@@ -2404,6 +2433,8 @@ int main(int argc, char **argv)
 			fz->no_disrupt = true;
 		else if (!strcmp(argv[i], "--trace"))
 			fz->trace = true;
+		else if (!strcmp(argv[i], "--trace-state"))
+			fz->trace = fz->trace_state = true;
 		else if (!strcmp(argv[i], "--quiet"))
 			fz->quiet = true;
 		else
