@@ -3,6 +3,10 @@
 #   make lib         build/lib/libmemwatch.{a,so.1} and build/tools/memwatch
 #   make lib-tests   every tests/lib program (static) into build/tests/bin/,
 #                    plus asan-* (ASan+UBSan) variants and the CLI tests
+#   make lib-bench   bench/ww_outputs (the three outputs of a get) in a
+#                    release-kernel guest under -icount; LIB_BENCH_ARGS
+#                    "PAGES ROUNDS BACKEND", LIB_BENCH_KBUILD for another
+#                    kernel build directory (e.g. build/kernel-upstream)
 #   make install     DESTDIR, PREFIX (default /usr/local)
 #   make lib-clean
 # Variables are MW_-prefixed so they never clash with the includer's.
@@ -13,7 +17,7 @@ MW_OUT := $(MW_ROOT)/build
 MW_LIBOUT := $(MW_OUT)/lib
 MW_BINDIR := $(MW_OUT)/tests/bin
 
-MW_VERSION := 1.0.0
+MW_VERSION := 1.1.0
 MW_SOVERSION := 1
 MW_CC ?= gcc
 MW_CFLAGS ?= -O2 -g
@@ -60,7 +64,7 @@ MW_SAN_LIBS := ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libgcc_s.so.1
 MW_SAN_LIBFILES := $(addprefix $(MW_BINDIR)/,$(MW_SAN_LIBS))
 
 .PHONY: lib lib-tests lib-clean install lib-install lib-check-header \
-	lib-check-symbols
+	lib-check-symbols lib-bench
 
 lib: $(MW_A) $(MW_SO) $(MW_PC) $(MW_CLI)
 
@@ -156,6 +160,18 @@ $(MW_BINDIR)/memwatch: $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/
 $(MW_BINDIR)/cli-layout: $(MW_ROOT)/tests/cli/layout.c
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -o $@ $<
+
+# libmemwatch's outputs measured side by side (README, "The library").
+MW_BENCH := $(MW_OUT)/bench/ww_outputs
+LIB_BENCH_ARGS ?=
+LIB_BENCH_KBUILD ?=
+$(MW_BENCH): $(MW_ROOT)/bench/ww_outputs.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+	@mkdir -p $(@D)
+	$(MW_CC) $(MW_WARN) -O2 -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+lib-bench: $(MW_BENCH)
+	$(if $(LIB_BENCH_KBUILD),MEMWATCH_KBUILD=$(abspath $(LIB_BENCH_KBUILD)),) \
+		$(MW_ROOT)/scripts/vm-run --release --icount --timeout 3600 \
+		--add $(MW_BENCH) -- ./ww_outputs $(LIB_BENCH_ARGS)
 
 # The strict JSON check of `memwatch scan --json` (runs ./memwatch).
 $(MW_BINDIR)/cli-json: $(MW_ROOT)/tests/cli/json.c $(MW_ROOT)/tests/lib/tap.h

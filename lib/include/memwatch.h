@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define MEMWATCH_VERSION_MAJOR	1
-#define MEMWATCH_VERSION_MINOR	0
+#define MEMWATCH_VERSION_MINOR	1
 
 /*
  * Page categories.  Bit for bit the kernel's PAGE_IS_* values of the
@@ -106,6 +106,24 @@ int memwatch_remove(struct memwatch *mw, void *addr, size_t len);
 int memwatch_get(struct memwatch *mw, void *addr, size_t len,
 		 unsigned int flags, void **pages, size_t *count);
 int memwatch_reset(struct memwatch *mw, void *addr, size_t len);
+
+/*
+ * The same get in two more shapes (MEMWATCH_1.1), with the same flags,
+ * atomic reset and capacity rule (memwatch_get_regions(3)):
+ *  - runs of written pages, [start, end) in struct memwatch_region
+ *    (categories MEMWATCH_PAGE_WRITTEN), maximal and ascending; *count is
+ *    the capacity in runs on entry, the number stored on return;
+ *  - a bitmap, bit i (bitmap[i / 64] >> (i % 64) & 1) for page i of the
+ *    range; the caller's buffer holds (pages + 63) / 64 words, all of
+ *    them rewritten; *count is the most bits to set on entry (SIZE_MAX:
+ *    no limit), the number set on return.
+ */
+struct memwatch_region;
+int memwatch_get_regions(struct memwatch *mw, void *addr, size_t len,
+			 unsigned int flags, struct memwatch_region *regions,
+			 size_t *count);
+int memwatch_get_bitmap(struct memwatch *mw, void *addr, size_t len,
+			unsigned int flags, uint64_t *bitmap, size_t *count);
 int memwatch_prepare_write(struct memwatch *mw, void *addr, size_t len);
 
 /* Windows-shaped wrappers: 0 on success, a positive errno on failure. */

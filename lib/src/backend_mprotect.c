@@ -366,27 +366,31 @@ static void mp_close(struct memwatch *mw)
 }
 
 /*
- * Re-arm the written pages among pages [i, j) of r; with pages, only the
- * first *n of them, whose addresses are stored there.  *n is set to the
- * number re-armed.  Protect first, report after (see the top of the file):
- * exactly the pages moved to ARMING are protected and reported.
+ * Re-arm the written pages among pages [i, j) of r; with a sink, only
+ * those it takes, in order, until it is full.  Protect first, report
+ * after (see the top of the file): exactly the pages moved to ARMING are
+ * protected and handed to the sink; after a failure the sink holds none.
  */
 static int mp_arm(struct memwatch *mw, struct mw_range *r, size_t i,
-		  size_t j, void **pages, size_t *n)
+		  size_t j, struct mw_sink *sink)
 {
-	size_t cap = pages ? *n : SIZE_MAX, cnt = 0, k, end, run = 0;
-	size_t run_start = i;
+	size_t k, end, run = 0, run_start = i;
+	uintptr_t page;
 	int ret = 0;
 
-	for (k = i; k < j && cnt < cap; k++) {
+	for (k = i; k < j; k++) {
 		unsigned char expect = MW_PG_WRITTEN;
 
+		page = r->start + k * mw->page_size;
+		if (atomic_load(&r->state[k]) != MW_PG_WRITTEN)
+			continue;
+		if (sink && !mw_sink_fits(sink, page))
+			break;
 		if (!atomic_compare_exchange_strong(&r->state[k], &expect,
 						    MW_PG_ARMING))
 			continue;
-		if (pages)
-			pages[cnt] = (void *)(r->start + k * mw->page_size);
-		cnt++;
+		if (sink)
+			mw_sink_put(sink, page, page + mw->page_size);
 	}
 	end = k;
 	for (k = i; k <= end && !ret; k++) {
@@ -411,33 +415,35 @@ static int mp_arm(struct memwatch *mw, struct mw_range *r, size_t i,
 		atomic_compare_exchange_strong(&r->state[k], &expect,
 					       ret ? MW_PG_WRITTEN : MW_PG_CLEAN);
 	}
-	*n = ret ? 0 : cnt;
+	if (ret && sink)
+		sink->n = 0;
 	return ret;
 }
 
 static int mp_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		  uintptr_t b, bool reset, void **pages, size_t *count)
+		  uintptr_t b, bool reset, struct mw_sink *sink)
 {
 	size_t first = (a - r->start) / mw->page_size;
-	size_t last = (b - r->start) / mw->page_size;
-	size_t cap = *count, n = 0, k;
+	size_t last = (b - r->start) / mw->page_size, k;
+	uintptr_t page;
 
 	if (reset)
-		return mp_arm(mw, r, first, last, pages, count);
-	for (k = first; k < last && n < cap; k++)
-		if (atomic_load(&r->state[k]) != MW_PG_CLEAN)
-			pages[n++] = (void *)(r->start + k * mw->page_size);
-	*count = n;
+		return mp_arm(mw, r, first, last, sink);
+	for (k = first; k < last; k++) {
+		if (atomic_load(&r->state[k]) == MW_PG_CLEAN)
+			continue;
+		page = r->start + k * mw->page_size;
+		if (mw_sink_put(sink, page, page + mw->page_size) == page)
+			break;
+	}
 	return 0;
 }
 
 static int mp_reset(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 		    uintptr_t b)
 {
-	size_t n;
-
 	return mp_arm(mw, r, (a - r->start) / mw->page_size,
-		      (b - r->start) / mw->page_size, NULL, &n);
+		      (b - r->start) / mw->page_size, NULL);
 }
 
 static int mp_prepare_write(struct memwatch *mw, struct mw_range *r,

@@ -120,10 +120,10 @@ static int sd_remove(struct memwatch *mw, struct mw_range *r)
 }
 
 static int sd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		  uintptr_t b, bool reset, void **pages, size_t *count)
+		  uintptr_t b, bool reset, struct mw_sink *sink)
 {
-	size_t cap = *count, n = 0, i;
-	uintptr_t stop = b;
+	uintptr_t stop = b, page;
+	size_t i;
 	int ret;
 
 	/* Snapshot into the sticky bytes, then read them. */
@@ -134,13 +134,13 @@ static int sd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 	     i < (b - r->start) / mw->page_size; i++) {
 		if (!atomic_load_explicit(&r->state[i], memory_order_relaxed))
 			continue;
-		pages[n++] = (void *)(r->start + i * mw->page_size);
-		if (n == cap) {
-			stop = r->start + (i + 1) * mw->page_size;
-			break;
-		}
+		page = r->start + i * mw->page_size;
+		if (mw_sink_put(sink, page, page + mw->page_size) == page)
+			break;	/* full: re-arm up to the last page taken */
+		stop = page + mw->page_size;
 	}
-	*count = n;
+	if (i == (b - r->start) / mw->page_size)
+		stop = b;
 	if (!reset)
 		return 0;
 	/* The rest of r (outside [a, b)) must be folded as well. */

@@ -35,6 +35,9 @@
 
 #define MW_SCAN_REGIONS 256
 
+_Static_assert(sizeof(struct memwatch_region) == sizeof(struct mw_page_region),
+	       "struct memwatch_region is struct page_region");
+
 static int uffd_open(struct memwatch *mw)
 {
 	struct uffdio_api api = {
@@ -231,34 +234,48 @@ static int uffd_remove(struct memwatch *mw, struct mw_range *r)
 }
 
 /*
- * Report the written pages of [at, end) into pages[*n .. cap), in order,
- * re-arming them when arm.  unit is the piece's page size: a hugetlb page
- * can only be re-armed whole, so a re-arming call never asks for part of
- * one: its max_pages is a whole number of huge pages, and once less than
- * one huge page fits, the rest is reported without re-arming (a false
- * positive next time, never a lost write).  The caller has cut [at, end)
- * to whole huge pages when arming.  Kernels differ in what they do with a
- * partial huge page under PM_SCAN_WP_MATCHING (the patched 6.1 stops
- * there, 6.12 skips it and goes on); never asking for one gives the same
- * answer on both.
+ * Hand the written pages of [at, end) to the sink, in order, re-arming
+ * them when arm.  unit is the piece's page size: a hugetlb page can only
+ * be re-armed whole, so a re-arming call never asks for part of one: its
+ * max_pages is a whole number of huge pages, and once less than one huge
+ * page fits, the rest is reported without re-arming (a false positive
+ * next time, never a lost write).  The caller has cut [at, end) to whole
+ * huge pages when arming.  Kernels differ in what they do with a partial
+ * huge page under PM_SCAN_WP_MATCHING (the patched 6.1 stops there, 6.12
+ * skips it and goes on); never asking for one gives the same answer on
+ * both.
+ *
+ * Runs go straight from the kernel into the caller's array (struct
+ * memwatch_region is struct page_region): vec_len is the room left, so
+ * the kernel re-arms no run that does not fit; a first run that carries
+ * on the caller's last one is merged into it.  Addresses and bitmaps
+ * count pages: max_pages is the room left.
  */
 static int get_piece(struct memwatch *mw, uintptr_t at, uintptr_t end,
-		     bool arm, uintptr_t unit, void **pages, size_t *n,
-		     size_t cap)
+		     bool arm, uintptr_t unit, struct mw_sink *k)
 {
-	struct mw_page_region vec[MW_SCAN_REGIONS];
+	struct mw_page_region buf[MW_SCAN_REGIONS], *vec;
 	struct mw_pm_scan_arg arg;
-	size_t per = unit / mw->page_size, max, found;
+	size_t per = unit / mw->page_size, room, max, found, vec_len;
+	bool direct = k->kind == MW_SINK_RUNS;
 	long i, ret;
 
-	while (at < end && *n < cap) {
-		max = cap - *n;
-		if (arm && per > 1) {
+	while (at < end && k->n < k->cap) {
+		room = mw_sink_room(k);
+		max = direct ? 0 : room;
+		if (arm && per > 1 && max) {
 			max -= max % per;
 			if (!max) {
 				arm = false;
-				max = cap - *n;
+				max = room;
 			}
+		}
+		if (direct) {
+			vec = (struct mw_page_region *)(k->runs + k->n);
+			vec_len = k->cap - k->n;
+		} else {
+			vec = buf;
+			vec_len = MW_SCAN_REGIONS;
 		}
 		memset(&arg, 0, sizeof(arg));
 		/*
@@ -271,7 +288,7 @@ static int get_piece(struct memwatch *mw, uintptr_t at, uintptr_t end,
 		arg.start = at;
 		arg.end = end;
 		arg.vec = (uintptr_t)vec;
-		arg.vec_len = MW_SCAN_REGIONS;
+		arg.vec_len = vec_len;
 		arg.max_pages = max;
 		arg.category_mask = MW_PAGE_IS_WRITTEN;
 		arg.return_mask = MW_PAGE_IS_WRITTEN;
@@ -279,17 +296,29 @@ static int get_piece(struct memwatch *mw, uintptr_t at, uintptr_t end,
 		if (ret < 0)
 			return (int)ret;
 		found = 0;
-		for (i = 0; i < ret; i++) {
-			uint64_t p;
+		if (direct) {
+			size_t got = (size_t)ret;
 
-			for (p = vec[i].start; p < vec[i].end && *n < cap;
-			     p += mw->page_size, found++)
-				pages[(*n)++] = (void *)(uintptr_t)p;
+			if (got && k->n && k->runs[k->n - 1].end == vec[0].start) {
+				k->runs[k->n - 1].end = vec[0].end;
+				memmove(vec, vec + 1, (got - 1) * sizeof(*vec));
+				got--;
+			}
+			k->n += got;
+		} else {
+			for (i = 0; i < ret; i++) {
+				uintptr_t e = mw_sink_put(k, vec[i].start,
+							  vec[i].end);
+
+				found += (e - vec[i].start) / mw->page_size;
+				if (e < vec[i].end)
+					break;
+			}
 		}
 		if (arg.walk_end >= end || arg.walk_end <= at)
 			break;
 		/* Stopped by max_pages or a full region buffer: go on. */
-		if (found == max || ret == MW_SCAN_REGIONS) {
+		if ((max && found == max) || (size_t)ret == vec_len) {
 			at = arg.walk_end;
 			continue;
 		}
@@ -303,37 +332,86 @@ static uintptr_t align_up(uintptr_t x, uintptr_t unit)
 	return (x + unit - 1) & ~(unit - 1);
 }
 
-static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		    uintptr_t b, bool reset, void **pages, size_t *count)
+/*
+ * The segment of [a, b) starting at a: its end, its page size (*unit) and
+ * whether a reset may re-arm it (*arm): hugetlb pages only partly inside
+ * [a, b) are segments of their own, never re-armed.
+ */
+static uintptr_t next_segment(struct memwatch *mw, struct mw_range *r,
+			      uintptr_t a, uintptr_t b, bool reset,
+			      uintptr_t *unit, bool *arm)
 {
-	size_t cap = *count, n = 0;
-	uintptr_t unit, end, hs, he;
+	uintptr_t end = next_piece(mw, r, a, b, unit), hs, he;
+
+	*arm = reset;
+	if (!reset || *unit == mw->page_size)
+		return end;
+	hs = align_up(a, *unit);
+	he = end & ~(*unit - 1);
+	*arm = false;
+	if (hs >= he)
+		return end;	/* inside one huge page that [a, b) cuts */
+	if (a < hs)
+		return hs;	/* the partial huge page at the start */
+	*arm = true;
+	return he;		/* then [he, end) is a segment of its own */
+}
+
+/*
+ * The runs array filled up exactly where a segment ended (a hugetlb VMA's
+ * edge): the last run may carry on in the next segment.  Look without
+ * re-arming, then take the rest of the run and re-arm just that.
+ */
+static int extend_last_run(struct memwatch *mw, struct mw_range *r,
+			   uintptr_t b, bool reset, struct mw_sink *k)
+{
+	struct mw_page_region reg;
+	struct mw_pm_scan_arg arg;
+	uintptr_t x, end, unit;
+	bool arm;
+	long ret;
+
+	while ((x = k->runs[k->n - 1].end) < b) {
+		end = next_segment(mw, r, x, b, reset, &unit, &arm);
+		memset(&arg, 0, sizeof(arg));
+		arg.flags = MW_PM_SCAN_CHECK_WPASYNC;
+		arg.start = x;
+		arg.end = end;
+		arg.vec = (uintptr_t)&reg;
+		arg.vec_len = 1;
+		arg.category_mask = MW_PAGE_IS_WRITTEN;
+		arg.return_mask = MW_PAGE_IS_WRITTEN;
+		ret = mw_pagemap_scan(mw->pagemap_fd, &arg);
+		if (ret < 0)
+			return (int)ret;
+		if (ret == 0 || reg.start != x)
+			break;
+		if (arm) {
+			ret = uffd_wp(mw, x, reg.end);
+			if (ret)
+				return (int)ret;
+		}
+		k->runs[k->n - 1].end = reg.end;
+		if (reg.end < end)
+			break;
+	}
+	return 0;
+}
+
+static int uffd_get(struct memwatch *mw, struct mw_range *r, uintptr_t a,
+		    uintptr_t b, bool reset, struct mw_sink *k)
+{
+	uintptr_t unit, end;
+	bool arm;
 	int ret = 0;
 
-	while (a < b && n < cap && !ret) {
-		end = next_piece(mw, r, a, b, &unit);
-		hs = align_up(a, unit);
-		he = end & ~(unit - 1);
-		if (!reset || unit == mw->page_size) {
-			ret = get_piece(mw, a, end, reset, unit, pages, &n, cap);
-		} else if (hs >= he) {
-			/* inside one huge page that [a, b) cuts: not re-armed */
-			ret = get_piece(mw, a, end, false, unit, pages, &n, cap);
-		} else {
-			/* partial huge pages at either end are not re-armed */
-			if (a < hs)
-				ret = get_piece(mw, a, hs, false, unit, pages, &n,
-						cap);
-			if (!ret)
-				ret = get_piece(mw, hs, he, true, unit, pages, &n,
-						cap);
-			if (!ret && he < end)
-				ret = get_piece(mw, he, end, false, unit, pages,
-						&n, cap);
-		}
+	while (a < b && k->n < k->cap && !ret) {
+		end = next_segment(mw, r, a, b, reset, &unit, &arm);
+		ret = get_piece(mw, a, end, arm, unit, k);
 		a = end;
 	}
-	*count = n;
+	if (!ret && k->kind == MW_SINK_RUNS && k->n == k->cap && r->nhuge)
+		ret = extend_last_run(mw, r, b, reset, k);
 	return ret;
 }
 

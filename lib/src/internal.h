@@ -61,6 +61,38 @@ struct mw_range {
 
 struct memwatch;
 
+/*
+ * Where a get puts the written pages it finds (output.c): an address
+ * array (memwatch_get), runs (memwatch_get_regions) or a bitmap
+ * (memwatch_get_bitmap).  Backends hand it pages or runs in ascending
+ * order; it takes what fits and says where it stopped, so that a reset
+ * re-arms exactly what was returned.
+ */
+enum mw_sink_kind { MW_SINK_PAGES, MW_SINK_RUNS, MW_SINK_BITMAP };
+
+struct mw_sink {
+	enum mw_sink_kind kind;
+	uintptr_t page_size;
+	unsigned int page_shift;
+	size_t cap;		/* pages, runs, or bits to set (bitmap) */
+	size_t n;		/* entries stored: pages, runs or bits set */
+	void **pages;		/* MW_SINK_PAGES */
+	struct memwatch_region *runs;	/* MW_SINK_RUNS */
+	uint64_t *bitmap;	/* MW_SINK_BITMAP: bit i is page base + i */
+	uintptr_t base;
+	bool used;		/* the arguments passed: *count is set */
+};
+
+/*
+ * Take the written pages [s, e) (page aligned, after everything taken
+ * before); returns the end of what was taken (s when nothing fits).
+ */
+uintptr_t mw_sink_put(struct mw_sink *k, uintptr_t s, uintptr_t e) MW_HIDDEN;
+/* Would a written page at addr be taken? */
+bool mw_sink_fits(const struct mw_sink *k, uintptr_t addr) MW_HIDDEN;
+/* How many more pages can be taken: SIZE_MAX for runs (counted apart). */
+size_t mw_sink_room(const struct mw_sink *k) MW_HIDDEN;
+
 struct mw_backend_ops {
 	const char *name;
 	int (*open)(struct memwatch *mw);
@@ -70,12 +102,12 @@ struct mw_backend_ops {
 	/* r is still in mw->ranges; it is dropped after this returns. */
 	int (*remove)(struct memwatch *mw, struct mw_range *r);
 	/*
-	 * Store up to *count written page addresses in [a, b) of r, in
-	 * ascending order; with reset, re-arm exactly the pages returned when
-	 * the array filled up, else the whole of [a, b).
+	 * Hand the written pages of [a, b) of r to the sink, in ascending
+	 * order, until it is full; with reset, re-arm exactly the pages it
+	 * took when it filled up, else the whole of [a, b).
 	 */
 	int (*get)(struct memwatch *mw, struct mw_range *r, uintptr_t a,
-		   uintptr_t b, bool reset, void **pages, size_t *count);
+		   uintptr_t b, bool reset, struct mw_sink *sink);
 	int (*reset)(struct memwatch *mw, struct mw_range *r, uintptr_t a,
 		     uintptr_t b);
 	int (*prepare_write)(struct memwatch *mw, struct mw_range *r,

@@ -281,15 +281,18 @@ out:
 	return ret;
 }
 
-int memwatch_get(struct memwatch *mw, void *addr, size_t len,
-		 unsigned int flags, void **pages, size_t *count)
+/*
+ * The get of every output: checks, the lock, the range, then the backend
+ * fills the sink.  A sink of capacity 0 takes nothing: nothing is returned
+ * or re-armed.
+ */
+static int get_into(struct memwatch *mw, void *addr, size_t len,
+		    unsigned int flags, struct mw_sink *k)
 {
 	struct mw_range *r;
 	uintptr_t a, b;
 	int ret;
 
-	if (!mw || !count || (!pages && *count))
-		return -EFAULT;
 	if (flags & ~MEMWATCH_GET_RESET)
 		return -EINVAL;
 	ret = check_span(mw, addr, len, &a, &b);
@@ -299,14 +302,76 @@ int memwatch_get(struct memwatch *mw, void *addr, size_t len,
 	if (ret)
 		return ret;
 	r = find_range(mw, a, b);
+	k->page_size = mw->page_size;
+	k->page_shift = (unsigned int)__builtin_ctzl(mw->page_size);
+	k->base = a;
+	k->n = 0;
+	k->used = r != NULL;
 	if (!r)
 		ret = -ENOENT;
-	else if (*count == 0)
-		ret = 0;	/* nothing fits: nothing is returned or re-armed */
-	else
-		ret = mw->ops->get(mw, r, a, b, flags & MEMWATCH_GET_RESET,
-				   pages, count);
+	else if (k->cap)
+		ret = mw->ops->get(mw, r, a, b, flags & MEMWATCH_GET_RESET, k);
 	pthread_mutex_unlock(&mw->lock);
+	return ret;
+}
+
+int memwatch_get(struct memwatch *mw, void *addr, size_t len,
+		 unsigned int flags, void **pages, size_t *count)
+{
+	struct mw_sink k = { .kind = MW_SINK_PAGES };
+	int ret;
+
+	if (!mw || !count || (!pages && *count))
+		return -EFAULT;
+	k.cap = *count;
+	k.pages = pages;
+	ret = get_into(mw, addr, len, flags, &k);
+	if (k.used)	/* bad arguments leave *count alone */
+		*count = k.n;
+	return ret;
+}
+
+int memwatch_get_regions(struct memwatch *mw, void *addr, size_t len,
+			 unsigned int flags, struct memwatch_region *regions,
+			 size_t *count)
+{
+	struct mw_sink k = { .kind = MW_SINK_RUNS };
+	int ret;
+
+	if (!mw || !count || (!regions && *count))
+		return -EFAULT;
+	k.cap = *count;
+	k.runs = regions;
+	ret = get_into(mw, addr, len, flags, &k);
+	if (k.used)	/* bad arguments leave *count alone */
+		*count = k.n;
+	return ret;
+}
+
+int memwatch_get_bitmap(struct memwatch *mw, void *addr, size_t len,
+			unsigned int flags, uint64_t *bitmap, size_t *count)
+{
+	struct mw_sink k = { .kind = MW_SINK_BITMAP };
+	uintptr_t a, b;
+	int ret;
+
+	if (!mw || !count || !bitmap)
+		return -EFAULT;
+	if (flags & ~MEMWATCH_GET_RESET)
+		return -EINVAL;
+	ret = check_span(mw, addr, len, &a, &b);
+	if (ret)
+		return ret;
+	/* Every word covering the range, the bits past its end too. */
+	memset(bitmap, 0, ((b - a) / mw->page_size + 63) / 64 * sizeof(*bitmap));
+	k.cap = *count;
+	k.bitmap = bitmap;
+	ret = get_into(mw, addr, len, flags, &k);
+	if (ret && !k.n)
+		memset(bitmap, 0,
+		       ((b - a) / mw->page_size + 63) / 64 * sizeof(*bitmap));
+	if (k.used)
+		*count = k.n;
 	return ret;
 }
 

@@ -10,6 +10,8 @@
 #ifndef MW_TEST_EXPECT_H
 #define MW_TEST_EXPECT_H
 
+#include <sys/mman.h>
+
 #include "tap.h"
 #include "memwatch.h"
 
@@ -74,6 +76,25 @@ static inline enum memwatch_backend mw_test_backend(int argc, char **argv)
 	if (ret == 0)
 		memwatch_close(mw);
 	exit(tap_done());
+}
+
+/*
+ * npages read-write pages between two PROT_NONE guards, so that nothing
+ * mapped later merges with them (under soft-dirty a merge marks every page
+ * written: the VM_SOFTDIRTY deviation).
+ */
+static inline char *mw_test_region(size_t npages)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, (npages + 2) * ps, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	mprotect(p + ps, npages * ps, PROT_READ | PROT_WRITE);
+	return p + ps;
 }
 
 #endif /* MW_TEST_EXPECT_H */

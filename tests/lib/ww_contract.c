@@ -18,20 +18,6 @@ static struct memwatch *mw;
 static enum memwatch_backend be;
 static size_t ps;
 
-/* npages read-write pages between two PROT_NONE guards (no VMA merges). */
-static char *region(size_t npages)
-{
-	char *p = mmap(NULL, (npages + 2) * ps, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED) {
-		perror("mmap");
-		exit(1);
-	}
-	mprotect(p + ps, npages * ps, PROT_READ | PROT_WRITE);
-	return p + ps;
-}
-
 static void touch(char *base, const char *list)
 {
 	char *end;
@@ -164,7 +150,7 @@ int main(int argc, char **argv)
 		return 1;
 
 	/* Basic rules on a fresh, never-touched range. */
-	a = region(16);
+	a = mw_test_region(16);
 	CHECK_EQ(memwatch_add(mw, a, 16 * ps, 0), 0, "add 16 untouched pages");
 	expect("fresh range: nothing written", a, 0, 16, 0, 64, "");
 	touch(a, "9,0,4,3");
@@ -199,7 +185,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(cnt, 0, "array of 0: nothing returned");
 
 	/* A range populated before it is watched starts clean. */
-	b = region(8);
+	b = mw_test_region(8);
 	memset(b, 0x5a, 8 * ps);
 	CHECK_EQ(memwatch_add(mw, b, 8 * ps, 0), 0, "add 8 populated pages");
 	expect("populated range starts clean", b, 0, 8, 0, 64, "");
@@ -258,7 +244,7 @@ int main(int argc, char **argv)
 	 * after page 4 keeps the new mapping from merging with whatever
 	 * happens to be mapped next (it would then not merge with ours).
 	 */
-	c = region(5);
+	c = mw_test_region(5);
 	CHECK_EQ(memwatch_add(mw, c, 4 * ps, 0), 0, "add 4 pages");
 	munmap(c + 4 * ps, ps);
 	d = mmap(c + 4 * ps, ps, PROT_READ | PROT_WRITE,
@@ -331,7 +317,7 @@ int main(int argc, char **argv)
 	{
 		size_t big = 1200, k, bad = 0;
 		void **bp = calloc(big, sizeof(*bp));
-		char *e = region(big);
+		char *e = mw_test_region(big);
 
 		CHECK_EQ(memwatch_add(mw, e, big * ps, 0), 0, "add 1200 pages");
 		for (k = 0; k < big; k += 2)
