@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak clients
+	conformance soak clients deb check-configs
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -66,6 +66,24 @@ clients: deps tree
 	@scripts/build-criu
 	@scripts/mkinitramfs
 	@scripts/clients --debug
+
+## deb         Debian packages of linux-source-6.1 + kernel/patches with
+##             bindeb-pkg into build/deb/$(DEB_CONFIG)/ (linux-image,
+##             linux-headers, linux-libc-dev): DEB_CONFIG=debian (default:
+##             Debian's own config, a distribution kernel, hours) or
+##             DEB_CONFIG=test (the harness's small config, then
+##             scripts/check-deb: contents, scratch install, boot; TAP)
+DEB_CONFIG ?= debian
+deb: deps
+	@scripts/build-deb --config $(DEB_CONFIG)
+	@$(if $(filter test,$(DEB_CONFIG)),scripts/check-deb,true)
+
+## check-configs  compile mm/, fs/proc/, fs/userfaultfd.o of the series with
+##             W=1 for Debian's amd64 config, arm64 and i386 defconfigs and a
+##             minimal x86_64 config; any error or any warning in the
+##             series' files fails (TAP)
+check-configs: deps
+	@scripts/check-configs
 
 ## conformance the differential test alone: SEEDS (default 1-40) seeded
 ##             scenarios on the debug kernel and on upstream 6.12, diffed
