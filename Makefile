@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak clients deb check-configs
+	conformance soak deb check-configs
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -51,21 +51,9 @@ check: deps tree
 	@scripts/build-kernel --debug
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
-	@scripts/build-criu
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
-
-## clients     real upstream clients in the guest: CRIU 4.2 (scripts/build-criu)
-##             checkpoints and restores zdtm programs on the debug kernel
-##             through PAGEMAP_SCAN and through the pagemap read, same pages
-##             dumped; its feature check must fail cleanly on Debian's 6.1
-clients: deps tree
-	@scripts/build-kernel --debug
-	@scripts/prepare-pristine
-	@scripts/build-criu
-	@scripts/mkinitramfs
-	@scripts/clients --debug
 
 ## deb         Debian packages of linux-source-6.1 + kernel/patches with
 ##             bindeb-pkg into build/deb/$(DEB_CONFIG)/ (linux-image,
