@@ -38,14 +38,18 @@
  *
  *   pmfuzz [--seed N] [--calls N] [--seconds S] [--no-disrupt]
  *          [--threads N] [--hang-seconds S] [--trace] [--trace-state]
- *          [--quiet]
+ *          [--diff] [--quiet]
  *
  * --calls bounds the number of fuzzed ioctls (default 100000 unless
  * --seconds is given; with both, whichever comes first).  --no-disrupt
  * runs the main thread alone: with the same seed, the same calls on the
  * same memory, so the per-errno counts and the digest can be compared
  * between kernels; --trace prints every call for that, --trace-state also a
- * hash of the arena's pagemap bits after each call.  A call or a
+ * hash of the arena's pagemap bits after each call, and --diff leaves out
+ * the calls where our kernel deliberately differs from upstream 6.12 (a
+ * register without WP of a protected range, a filter on a write-protect
+ * only scan) and where 6.1 itself does (UFFDIO_API features 6.12 added,
+ * UFFDIO_COPY's check of src).  A call or a
  * disruptor operation that has not returned after --hang-seconds (default
  * 60) is a hang: it fails with the last events of every thread (the
  * sequence that led there), as the kernel may never return.  TAP output; the
@@ -253,7 +257,7 @@ struct fz {
 	/* options */
 	uint64_t seed, max_calls;
 	unsigned int seconds, nthreads;
-	bool no_disrupt, trace, trace_state, quiet;
+	bool no_disrupt, trace, trace_state, diff, quiet;
 	const char *argv0;
 	/* state */
 	uint64_t rng;
@@ -1112,6 +1116,15 @@ static void gen_scan(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 		sc->vk = V_NULL;
 		sc->wcap = 0;
 	}
+	/*
+	 * --diff: a write-protect only call (vec or vec_len 0) has no
+	 * filter.  With one, ours arms the pages that match and 6.12 every
+	 * pte (pagemap.rst, "Differences from mainline Linux").
+	 */
+	if (fz->diff && (!a->vec || !a->vec_len) &&
+	    (a->flags & PM_SCAN_WP_MATCHING))
+		a->category_inverted = a->category_mask =
+			a->category_anyof_mask = 0;
 	switch (rndn(r, 3)) {
 	case 0:
 		a->max_pages = 0;
@@ -1839,6 +1852,9 @@ static void op_api(struct fz *fz)
 			in.features = rnd(r) & known;
 			break;
 		}
+		/* --diff: not the features 6.12 has beyond the series. */
+		if (fz->diff)
+			in.features &= ~newer;
 		in.ioctls = SENTINEL;
 		/* The answer is copied out, also on EINVAL (zeroed). */
 		want = ak != A_RW ? EFAULT : inited || in.api != UFFD_API ||
@@ -1897,6 +1913,13 @@ static void op_register(struct fz *fz, bool reg)
 	gen_urange(fz, r, &in.range.start, &in.range.len, &arena);
 	in.mode = rndn(r, 3) ? UFFDIO_REGISTER_MODE_WP :
 		  pick_mode(r, 7);
+	/*
+	 * --diff: never register a range again without WP.  Since patch
+	 * 0017 that ends the protection here, where 6.12 keeps stale uffd-wp
+	 * bits (and hangs on them), and the two traces would part there.
+	 */
+	if (fz->diff && in.mode && !(in.mode & ~7ULL))
+		in.mode |= UFFDIO_REGISTER_MODE_WP;
 	in.ioctls = SENTINEL;
 	if (reg && !arena && !uffd_range_bad(fz, in.range.start,
 					      in.range.len)) {
@@ -2051,6 +2074,9 @@ static void op_fill(struct fz *fz, enum op op)
 		what = "UFFDIO_COPY";
 		/* 6.1 takes src + len wrapping as EINVAL after the range. */
 		bad = bad || src + len <= src;
+		/* --diff: 6.12 checks src against the address space first. */
+		if (fz->diff && !bad && !uaccess_ok(fz, src, len))
+			in.cp.src = src = CP(P_CAN);
 		break;
 	}
 	}
@@ -2360,7 +2386,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [--seed N] [--calls N] [--seconds S] "
 		"[--no-disrupt] [--threads N] [--hang-seconds S] [--trace] "
-		"[--trace-state] [--quiet]\n", argv0);
+		"[--trace-state] [--diff] [--quiet]\n", argv0);
 	exit(2);
 }
 
@@ -2435,6 +2461,8 @@ int main(int argc, char **argv)
 			fz->trace = true;
 		else if (!strcmp(argv[i], "--trace-state"))
 			fz->trace = fz->trace_state = true;
+		else if (!strcmp(argv[i], "--diff"))
+			fz->diff = true;
 		else if (!strcmp(argv[i], "--quiet"))
 			fz->quiet = true;
 		else
@@ -2467,7 +2495,8 @@ int main(int argc, char **argv)
 		printf(" --calls %" PRIu64, fz->max_calls);
 	if (fz->seconds)
 		printf(" --seconds %u", fz->seconds);
-	printf("%s", fz->no_disrupt ? " --no-disrupt" : "");
+	printf("%s%s", fz->no_disrupt ? " --no-disrupt" : "",
+	       fz->diff ? " --diff" : "");
 	if (!fz->no_disrupt)
 		printf(" --threads %u", fz->nthreads);
 	printf("\n");
