@@ -2349,7 +2349,6 @@ static void one_call(struct fz *fz)
 
 static void one_call_(struct fz *fz, uint64_t x)
 {
-
 	if (x < 560)
 		op_scan(fz, T_SELF);
 	else if (x < 660)
