@@ -83,6 +83,31 @@ static char *guarded(size_t n)
 	return p + ps;
 }
 
+#define PMD_SPAN (2UL << 20)
+
+/*
+ * n pages between two PROT_NONE guard pages, placed so that page "at" of
+ * the range (-1: the first guard page) starts a PMD: where the range meets
+ * a PMD boundary decides which pages have a page table, and the kernel
+ * answers differently for a pte_none in a table and for a range without
+ * one.  Where mmap() happens to put a range must not decide a test, so the
+ * rest of the two PMDs stays reserved (PROT_NONE, never touched): no other
+ * mapping can bring a page table into them.
+ */
+static char *guarded_at(size_t n, long at)
+{
+	size_t len = 3 * PMD_SPAN + (n + 2) * ps;
+	uintptr_t base, p = (uintptr_t)mmap(NULL, len, PROT_NONE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == (uintptr_t)MAP_FAILED)
+		return NULL;
+	/* The first PMD boundary with a whole PMD of the reservation before it. */
+	base = ((p + 2 * PMD_SPAN - 1) & ~(PMD_SPAN - 1)) - (uintptr_t)(at + 1) * ps;
+	mprotect((void *)(base + ps), n * ps, PROT_READ | PROT_WRITE);
+	return (char *)(base + ps);
+}
+
 /* 16 pages: 0-3 written, 4-5 read (zero page), 6-7 swapped, 8-15 never touched. */
 static void layout(char *r)
 {
@@ -181,7 +206,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	want_ioctl = !strcmp(argv[1], "ioctl");
-	tap_plan(41);
+	tap_plan(42);
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	memwatch_probe(&probe);
 
@@ -200,7 +225,7 @@ int main(int argc, char **argv)
 	       "present, swapped, file, written, soft-dirty, zero-pfn answerable");
 	zero = Z;
 
-	r = guarded(16);
+	r = guarded_at(16, -1);
 	layout(r);
 	expect(s, "categories of the known layout", (uintptr_t)r, 0, 16, 0, 0, 0,
 	       P | S | zero, 0, "0-4:8 4-6:28 6-8:10 8-16:0");
@@ -216,6 +241,16 @@ int main(int argc, char **argv)
 	 */
 	expect(s, "written without uffd-wp: every page, holes included", (uintptr_t)r, 0, 16,
 	       0, W, 0, W, 0, "0-16:2");
+	/*
+	 * With no page table at all (upstream 6.12's rule), a page is written
+	 * only in a VMA that uffd-wp tracks: pages 8-15 lie in the next PMD,
+	 * which nothing touched.
+	 */
+	many = guarded_at(16, 8);
+	for (i = 0; i < 8; i++)
+		many[i * ps] = 1;
+	expect(s, "written without uffd-wp: not where no page table exists", (uintptr_t)many,
+	       0, 16, 0, W, 0, W, 0, "0-8:2");
 	w = guarded(8);
 	wfd = wp_layout(w);
 	tap_ok(wfd >= 0, "write-protect pages 1, 2 (present) and 7 (swapped) with uffd-wp");
