@@ -15,6 +15,8 @@
  *     (none of them is the zero page) but forces the generic pte loop.
  *   FILE cost (rule 14): PRESENT scan of a tmpfs mapping with return_mask
  *     PRESENT vs PRESENT|FILE (the latter looks up each page).
+ *   generic queries: CRIU's dump query, Wasmtime's reset query and a
+ *     PRESENT-only scan of the same armed range, 1/64 written.
  *   alternatives: the same get+reset answered by soft-dirty (pagemap read
  *     + clear_refs 4) next to PAGEMAP_SCAN.
  */
@@ -181,6 +183,40 @@ static void prep_2(struct bench *b)
 	dirty(b, 2);
 }
 
+/* 0.1% and 1% written: the write-watch harvests of issue 13's goal 1. */
+static void prep_1000(struct bench *b)
+{
+	dirty(b, 1000);
+}
+
+static void prep_100(struct bench *b)
+{
+	dirty(b, 100);
+}
+
+/*
+ * CRIU 4.2's dump query (criu/pagemap-cache.c): pages in RAM or swap,
+ * neither the zero page nor file-backed.
+ */
+static long criu_query(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, 0, PAGE_IS_PFNZERO | PAGE_IS_FILE,
+		       PAGE_IS_PFNZERO | PAGE_IS_FILE | PAGE_IS_PRESENT,
+		       PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_SOFT_DIRTY);
+}
+
+/* Wasmtime's reset query: written, present, not zero page, not file. */
+static long wasmtime_query(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, 0, PAGE_IS_PFNZERO | PAGE_IS_FILE,
+		       PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_PFNZERO | PAGE_IS_FILE, 0);
+}
+
+static long present_query(struct bench *b)
+{
+	return pm_scan(b, b->mem, b->pages, 1, 0, 0, PAGE_IS_PRESENT, PAGE_IS_PRESENT);
+}
+
 /* Re-arm everything, then write 1/64: the state a get-only call sees. */
 static void prep_reset_64(struct bench *b)
 {
@@ -289,6 +325,8 @@ int main(int argc, char **argv)
 		static const variant_fn fn[] = { ww_fast, ww_twin };
 
 		run_case(b, "get+reset, nothing written", rounds, prep_none, 2, vn, fn);
+		run_case(b, "get+reset, 0.1% written", rounds, prep_1000, 2, vn, fn);
+		run_case(b, "get+reset, 1% written", rounds, prep_100, 2, vn, fn);
 		run_case(b, "get+reset, 1/64 written", rounds, prep_64, 2, vn, fn);
 		run_case(b, "get+reset, 1/2 written", rounds, prep_2, 2, vn, fn);
 	}
@@ -303,6 +341,13 @@ int main(int argc, char **argv)
 		static const variant_fn fn[] = { wp_fast, wp_twin };
 
 		run_case(b, "WP only, 1/64 written", rounds, prep_64, 2, vn, fn);
+	}
+	{
+		static const char *const vn[] = { "CRIU dump query", "Wasmtime reset query",
+						  "PRESENT only" };
+		static const variant_fn fn[] = { criu_query, wasmtime_query, present_query };
+
+		run_case(b, "generic queries, 1/64 written", rounds, prep_reset_64, 3, vn, fn);
 	}
 
 	/* Rule 14: PAGE_IS_FILE costs a page lookup per pte, only when asked. */
