@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs
+	conformance soak deb check-configs clients
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -46,11 +46,15 @@ tests:
 
 ## check       the test command: debug kernel, all suites in the guest, then
 ##             the fallback suites on Debian's unpatched 6.1 (a second guest),
-##             then the differential conformance run against upstream 6.12
+##             the library on upstream 6.12 (a third), CRIU 4.2 on the
+##             release kernels (make clients), then the differential
+##             conformance run against upstream 6.12
 check: deps tree
 	@scripts/build-kernel --debug
+	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
+	@scripts/build-criu
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
@@ -72,6 +76,20 @@ deb: deps
 ##             series' files fails (TAP)
 check-configs: deps
 	@scripts/check-configs
+
+## clients     real upstream clients in the guest: CRIU 4.2 (scripts/build-criu)
+##             checkpoints and restores zdtm programs on the release kernel
+##             through PAGEMAP_SCAN and through the pagemap read, same pages
+##             dumped; its feature check must fail cleanly on Debian's 6.1;
+##             the same criu on upstream 6.12 gives the yardstick numbers
+##             (CRIU_TESTS="mem-touch maps007 ..." limits the programs)
+clients: deps tree
+	@scripts/build-kernel
+	@scripts/prepare-pristine
+	@scripts/prepare-upstream
+	@scripts/build-criu
+	@scripts/mkinitramfs
+	@scripts/clients --release
 
 ## conformance the differential test alone: SEEDS (default 1-40) seeded
 ##             scenarios on the debug kernel and on upstream 6.12, diffed
