@@ -864,7 +864,14 @@ int main(int argc, char **argv)
 	if (pthread_create(&dt, NULL, disruptor_main, c))
 		die(c, "disruptor");
 	t_end = time(NULL) + c->seconds;
-	while (time(NULL) < t_end) {
+	/*
+	 * The self-test needs reports to drop, which starts after 20
+	 * harvests: on a loaded machine it goes on past --seconds until it
+	 * has dropped 8 (or for 4 times as long at most).
+	 */
+	while (time(NULL) < t_end ||
+	       (c->self_test && c->dropped < 8 &&
+		time(NULL) < t_end + 3 * (time_t)c->seconds)) {
 		harvest(c, &rng);
 		if (!c->quiet && ++t % 200 == 0)
 			printf("# %u harvests, %" PRIu64 " writes so far\n",
