@@ -125,19 +125,28 @@ demo: deps tree lib
 	@gcc $(MW_DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c $(MW_A) -lpthread
 	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
 
-## bench       release kernel; bench/pagemap_scan in a guest under -icount
-##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21; BENCH_ICOUNT=0:
-##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side)
+## bench       release kernel; in guests under -icount: bench/pagemap_scan
+##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21), bench/arming
+##             (arming cost, page tables, first writes) and bench/scaling
+##             (get+reset vs range size, THP, hugetlb); BENCH_ICOUNT=0:
+##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side;
+##             BENCH_SCAN_ONLY=1: pagemap_scan only.  Tables, *.dat and
+##             gnuplot *.svg in build/bench/ (scripts/bench)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
+BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
+BENCH_PROGS := pagemap_scan arming scaling
 bench: deps tree
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/bench
-	@gcc -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include \
-		-o $(BUILD)/bench/pagemap_scan bench/pagemap_scan.c
+	@for p in $(BENCH_PROGS); do \
+		gcc -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include \
+			-o $(BUILD)/bench/$$p bench/$$p.c || exit 1; \
+	done
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
-		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) -- $(BENCH_ARGS)
+		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \
+		$(if $(filter 1,$(BENCH_SCAN_ONLY)),--scan-only) -- $(BENCH_ARGS)
 
 ## clean       remove test and library objects (keeps the kernel tree and builds)
 clean: $(if $(wildcard lib/lib.mk),lib-clean)

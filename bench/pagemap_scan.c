@@ -18,11 +18,16 @@
  *   generic queries: CRIU's dump query, Wasmtime's reset query and a
  *     PRESENT-only scan of the same armed range, 1/64 written.
  *   alternatives: the same get+reset answered by soft-dirty (pagemap read
- *     + clear_refs 4) next to PAGEMAP_SCAN.
+ *     + clear_refs 4) and by mprotect (range PROT_READ; a SIGSEGV handler
+ *     records the page and mprotect(RW)s it; the harvest copies the list out
+ *     and re-protects the range: the write faults are untimed, as the
+ *     uffd-wp ones are), at every fraction written, before the range is
+ *     registered; then PAGEMAP_SCAN at 1/64.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +40,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "bench.h"
+
 #define MAXR 32768
 
 struct bench {
@@ -43,14 +50,6 @@ struct bench {
 	char *mem;
 	struct page_region vec[MAXR];
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static void die(const char *what)
 {
@@ -74,19 +73,6 @@ static long pm_scan(struct bench *b, char *start, long pages, int out,
 	if (n < 0)
 		die("PAGEMAP_SCAN");
 	return n;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp);
-	return v[n / 2];
 }
 
 /* Write every stride-th page of the anon range. */
@@ -247,6 +233,64 @@ static long softdirty_get_reset(struct bench *b)
 	return n;
 }
 
+/* mprotect: the pages written since the last harvest, in fault order. */
+static struct {
+	char *base;
+	long psz, pages, n;
+	uintptr_t *rec, *out;
+} mp;
+
+static void mp_segv(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr, lo = (uintptr_t)mp.base;
+	char *p = (char *)(a & ~(uintptr_t)(mp.psz - 1));
+
+	(void)uc;
+	if (a < lo || a >= lo + mp.pages * mp.psz || mp.n >= mp.pages) {
+		signal(sig, SIG_DFL);	/* a real fault: die of it */
+		return;
+	}
+	mp.rec[mp.n++] = (uintptr_t)p;
+	if (mprotect(p, mp.psz, PROT_READ | PROT_WRITE))
+		abort();
+}
+
+static void mprotect_arm(struct bench *b)
+{
+	struct sigaction sa = { .sa_sigaction = mp_segv, .sa_flags = SA_SIGINFO };
+
+	mp.base = b->mem;
+	mp.psz = b->psz;
+	mp.pages = b->pages;
+	mp.n = 0;
+	mp.rec = calloc(b->pages, sizeof(*mp.rec));
+	mp.out = calloc(b->pages, sizeof(*mp.out));
+	if (!mp.rec || !mp.out || sigaction(SIGSEGV, &sa, NULL))
+		die("mprotect arm");
+	if (mprotect(b->mem, b->pages * b->psz, PROT_READ))
+		die("mprotect");
+}
+
+static void mprotect_disarm(struct bench *b)
+{
+	if (mprotect(b->mem, b->pages * b->psz, PROT_READ | PROT_WRITE))
+		die("mprotect");
+	signal(SIGSEGV, SIG_DFL);
+	free(mp.rec);
+	free(mp.out);
+}
+
+static long mprotect_get_reset(struct bench *b)
+{
+	long n = mp.n;
+
+	memcpy(mp.out, mp.rec, n * sizeof(*mp.out));
+	mp.n = 0;
+	if (mprotect(b->mem, b->pages * b->psz, PROT_READ))
+		die("mprotect");
+	return n;
+}
+
 static long file_present(struct bench *b)
 {
 	return pm_scan(b, b->mem + b->pages * b->psz, b->pages, 1, 0, 0,
@@ -292,12 +336,32 @@ int main(int argc, char **argv)
 
 	printf("# %ld pages of 4K anon, %d rounds, median per call\n", b->pages, rounds);
 
-	/* soft-dirty first: uffd-wp registration would not change its answer. */
+	/*
+	 * The alternatives first, on the range not registered yet (soft-dirty's
+	 * answer would not change, its cost might): soft-dirty, then mprotect,
+	 * each at every fraction written.
+	 */
 	{
-		static const char *const vn[] = { "soft-dirty pagemap+clear_refs" };
-		static const variant_fn fn[] = { softdirty_get_reset };
+		static const char *const name[] = {
+			"alt: get+reset, nothing written", "alt: get+reset, 0.1% written",
+			"alt: get+reset, 1% written", "alt: get+reset, 1/64 written",
+			"alt: get+reset, 1/2 written",
+		};
+		static void (*const prep[])(struct bench *b) = {
+			prep_none, prep_1000, prep_100, prep_64, prep_2,
+		};
+		static const char *const sd[] = { "soft-dirty pagemap+clear_refs" };
+		static const variant_fn sdf[] = { softdirty_get_reset };
+		static const char *const mpv[] = { "mprotect+SIGSEGV" };
+		static const variant_fn mpf[] = { mprotect_get_reset };
+		unsigned int i;
 
-		run_case(b, "alt: get+reset, 1/64 written", rounds, prep_64, 1, vn, fn);
+		for (i = 0; i < sizeof(name) / sizeof(name[0]); i++)
+			run_case(b, name[i], rounds, prep[i], 1, sd, sdf);
+		mprotect_arm(b);
+		for (i = 0; i < sizeof(name) / sizeof(name[0]); i++)
+			run_case(b, name[i], rounds, prep[i], 1, mpv, mpf);
+		mprotect_disarm(b);
 	}
 
 	b->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
