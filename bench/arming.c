@@ -412,10 +412,6 @@ static void first_writes(void)
 int main(int argc, char **argv)
 {
 	static const long sizes[] = { 64, 256, 1024, 2048, 4096, 16384 };
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
 	int reps = argc > 1 ? atoi(argv[1]) : 7;
 
 	if (reps < 1 || reps > 64) {
@@ -423,12 +419,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	psz = sysconf(_SC_PAGESIZE);
-	pagemap = open("/proc/self/pagemap", O_RDONLY);
-	if (pagemap < 0)
-		die("open pagemap");
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
-		die("userfaultfd WP_ASYNC|WP_UNPOPULATED");
+	if (bench_open_wp_async(&pagemap, &uffd))
+		die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
 
 	printf("# arming: anon 4K ranges, uffd WP_ASYNC|WP_UNPOPULATED, median of %d reps; "
 	       "MemTotal %ld MiB\n", reps, meminfo_kb("MemTotal") / 1024);

@@ -3,8 +3,13 @@
 #ifndef MEMWATCH_BENCH_H
 #define MEMWATCH_BENCH_H
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 
 static inline double now_us(void)
 {
@@ -26,6 +31,26 @@ static inline double median(double *v, int n)
 {
 	qsort(v, n, sizeof(*v), bench_cmp_double);
 	return v[n / 2];
+}
+
+/*
+ * /proc/self/pagemap into *pagemap and a userfaultfd with WP_ASYNC and
+ * WP_UNPOPULATED into *uffd; 0, or -1 with errno set.
+ */
+static inline int bench_open_wp_async(int *pagemap, int *uffd)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+	};
+
+	*pagemap = open("/proc/self/pagemap", O_RDONLY);
+	if (*pagemap < 0)
+		return -1;
+	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (*uffd < 0 || ioctl(*uffd, UFFDIO_API, &api))
+		return -1;
+	return 0;
 }
 
 #endif

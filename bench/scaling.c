@@ -178,10 +178,6 @@ static void run(long mib, enum backing b, int rounds)
 int main(int argc, char **argv)
 {
 	static const long sizes[] = { 64, 256, 1024, 2048, 4096 };
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
 	int rounds = argc > 1 ? atoi(argv[1]) : 11;
 	long hfree;
 
@@ -190,12 +186,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	psz = sysconf(_SC_PAGESIZE);
-	pagemap = open("/proc/self/pagemap", O_RDONLY);
-	if (pagemap < 0)
-		die("open pagemap");
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
-		die("userfaultfd WP_ASYNC|WP_UNPOPULATED");
+	if (bench_open_wp_async(&pagemap, &uffd))
+		die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
 	/* 1% written: one region per written page */
 	vec_len = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1] * MIB / psz / 100 + 64;
 	vec = calloc(vec_len, sizeof(*vec));
