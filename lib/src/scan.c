@@ -531,9 +531,25 @@ static bool interesting(const struct memwatch_scan_query *q, uint64_t c)
  * regions in buf.  pagemap cannot tell an empty pte from a range without a
  * page table, which PAGEMAP_SCAN answers differently: the block has a page
  * table (one per 2 MiB, whatever VMAs share it) if any of its entries maps
- * or swaps something.  A table whose every pte was emptied (MADV_DONTNEED
- * of the whole block, or the VMA that used it unmapped) looks like none.
+ * or swaps something, or if it holds a VM_PFNMAP mapping ([vvar]): pagemap
+ * skips those, but fork() copies their page table whenever the parent has
+ * one, and the parent has one as soon as it ran the vDSO, so a forked
+ * child's [vdso] pages, not faulted in yet, are empty ptes in a table.  A
+ * table whose every pte was emptied (MADV_DONTNEED of the whole block, or
+ * the VMA that used it unmapped) looks like none.
  */
+static bool block_has_pfnmap(const struct memwatch_scan *s, uint64_t block)
+{
+	size_t i;
+
+	for (i = s->vma_i; i > 0 && s->vmas[i - 1].end > block; i--)
+		;
+	for (; i < s->nvmas && s->vmas[i].start < block + MW_HUGE_BLOCK; i++)
+		if ((s->vflags[i] & MW_VMA_PFNMAP) && s->vmas[i].end > block)
+			return true;
+	return false;
+}
+
 static int refill_pread(struct memwatch_scan *s)
 {
 	const size_t per_block = MW_HUGE_BLOCK / 4096;
@@ -568,6 +584,7 @@ static int refill_pread(struct memwatch_scan *s)
 			    (off_t)(block / s->page_size * 8));
 	if (ret)
 		return ret;
+	table = block_has_pfnmap(s, block);
 	for (i = 0; i < per_block && !table; i++)
 		table = ent[i] & (MW_PM_PRESENT | MW_PM_SWAP);
 	for (i = (from - block) / s->page_size;
