@@ -68,7 +68,7 @@ check: deps tree
 DEB_CONFIG ?= debian
 deb: deps
 	@scripts/build-deb --config $(DEB_CONFIG)
-	@$(if $(filter test,$(DEB_CONFIG)),scripts/check-deb,true)
+	@scripts/check-deb --config $(DEB_CONFIG)
 
 ## check-configs  compile mm/, fs/proc/, fs/userfaultfd.o of the series with
 ##             W=1 for Debian's amd64 config, arm64 and i386 defconfigs and a
