@@ -63,8 +63,10 @@ check: deps tree
 ##             bindeb-pkg into build/deb/$(DEB_CONFIG)/ (linux-image,
 ##             linux-headers, linux-libc-dev): DEB_CONFIG=debian (default:
 ##             Debian's own config, a distribution kernel, hours) or
-##             DEB_CONFIG=test (the harness's small config, then
-##             scripts/check-deb: contents, scratch install, boot; TAP)
+##             DEB_CONFIG=test (the harness's small config); then
+##             scripts/check-deb: contents, scratch install, the series'
+##             selftests built against the packaged uapi and run on the
+##             packaged kernel in QEMU; TAP
 DEB_CONFIG ?= debian
 deb: deps
 	@scripts/build-deb --config $(DEB_CONFIG)
