@@ -774,13 +774,45 @@ static void probe_zero_pfn(struct fz *fz)
 	munmap(p, PSZ);
 }
 
-/* 5-level paging moves TASK_SIZE_MAX (and so access_ok()). */
+/*
+ * 5-level paging on: the "la57" cpu flag, which the kernel clears when it
+ * runs with 4 levels (no5lvl, !CONFIG_X86_5LEVEL, or no hardware support).
+ */
+static bool la57_enabled(const struct fz *fz)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char *line = NULL;
+	size_t n = 0;
+	bool on = false;
+
+	if (!f)
+		bail(fz, "open /proc/cpuinfo");
+	while (getline(&line, &n, f) > 0) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		on = strstr(line, " la57 ") || strstr(line, " la57\n");
+		break;
+	}
+	free(line);
+	fclose(f);
+	return on;
+}
+
+/*
+ * 5-level paging moves TASK_SIZE_MAX (and so access_ok(), for a compat task
+ * too).  A 64-bit fuzzer maps above 47 bits to see it; the 32-bit one cannot
+ * and reads the cpu flag.  Both must agree with /proc/cpuinfo.
+ */
 static void probe_task_size(struct fz *fz)
 {
+	bool la57 = la57_enabled(fz);
+
 	fz->tsm = (1ULL << 47) - PSZ;
 	fz->uffd_ts = fz->tsm;
 #if UINTPTR_MAX == 0xffffffffu
 	fz->uffd_ts = 0xffffe000ULL;	/* a compat task's TASK_SIZE */
+	if (la57)
+		fz->tsm = (1ULL << 56) - PSZ;
 #else
 	void *p = mmap((void *)(uintptr_t)(1ULL << 48), PSZ, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
@@ -792,6 +824,11 @@ static void probe_task_size(struct fz *fz)
 			fz->tsm = (1ULL << 56) - PSZ;
 			fz->uffd_ts = fz->tsm;
 		}
+	}
+	if (la57 != (fz->tsm == (1ULL << 56) - PSZ)) {
+		printf("Bail out! 5-level paging: /proc/cpuinfo says %s, a mapping above 47 bits %s\n",
+		       la57 ? "on" : "off", la57 ? "failed" : "worked");
+		exit(1);
 	}
 #endif
 }
