@@ -161,7 +161,7 @@ $(MW_BINDIR)/cli-layout: $(MW_ROOT)/tests/cli/layout.c
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -o $@ $<
 
-# libmemwatch's outputs measured side by side (README, "The library").
+# libmemwatch's outputs measured side by side (lib/README.md).
 MW_BENCH := $(MW_OUT)/bench/ww_outputs
 LIB_BENCH_ARGS ?=
 LIB_BENCH_KBUILD ?=
