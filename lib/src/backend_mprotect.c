@@ -13,18 +13,31 @@
  *
  * Per-page state (one byte each, shared with the handler):
  *   CLEAN   read-only, not written since the last reset;
+ *   OPENING the handler (or prepare_write) is making it writable;
  *   WRITTEN writable, written since the last reset;
  *   ARMING  a reset is write-protecting it.
- * The handler makes the page writable and then stores WRITTEN.  A get with
- * reset (and a reset) protects first and reports after: it moves the
- * written pages it will report WRITTEN -> ARMING, and those pages only,
- * write-protects them, and then ARMING -> CLEAN with a compare-and-swap
- * that fails if a write faulted in between.  A page is reported exactly
- * when it was moved to ARMING, so a write that lands after the selection
- * (on a clean page, or on an ARMING page after its protection) faults and
- * leaves the page WRITTEN, to be reported next time; a write between the
- * selection and the protection is reported now.  No write racing a get or
- * a reset is lost.
+ * Only the thread that moved a page to OPENING changes its protection to
+ * writable, and it stores WRITTEN after its mprotect() returns; a fault on
+ * an OPENING page just returns and the access faults again until the page
+ * is open.  A get with reset (and a reset) protects first and reports
+ * after: it moves the written pages it will report WRITTEN -> ARMING, and
+ * those pages only, write-protects them, and then ARMING -> CLEAN with a
+ * compare-and-swap that fails if a write faulted in between (the page is
+ * then OPENING or WRITTEN).  It reports the OPENING pages it meets too,
+ * without touching them: another thread may already have written an
+ * OPENING page, which is writable from the handler's mprotect() on,
+ * before the handler stores WRITTEN.  A page is reported exactly
+ * when it was moved to ARMING or seen OPENING, so a write that lands after
+ * the selection (on a clean page, or on an ARMING page after its
+ * protection) faults and leaves the page OPENING, then WRITTEN, to be
+ * reported next time; a write between the selection and the protection is
+ * reported now.  No write racing a get or a reset is lost, and no write
+ * done before a get began is missing from it.
+ *
+ * The handler runs with every signal blocked, so no signal handler that
+ * writes watched memory can interrupt it while it holds a page OPENING
+ * (that access would fault forever); prepare_write blocks them around the
+ * same step.
  *
  * Protections: only memory that is readable and writable, with one
  * protection throughout (rw- or rwx), is watched (anything else is
@@ -52,7 +65,7 @@
 
 #include "internal.h"
 
-enum { MW_PG_CLEAN = 0, MW_PG_WRITTEN = 1, MW_PG_ARMING = 2 };
+enum { MW_PG_CLEAN = 0, MW_PG_WRITTEN = 1, MW_PG_ARMING = 2, MW_PG_OPENING = 3 };
 
 struct mp_entry {
 	uintptr_t start, end;
@@ -88,6 +101,20 @@ static bool fault_is_write(void *ucv)
 
 static void mp_chain(int sig, siginfo_t *si, void *uc)
 {
+	ucontext_t *ctx = uc;
+	sigset_t mask = ctx->uc_sigmask;
+	int s;
+
+	/*
+	 * Ours runs with every signal blocked; the old handler gets the mask
+	 * the kernel would have given it.
+	 */
+	for (s = 1; s < NSIG; s++)
+		if (sigismember(&mp_old.sa_mask, s) == 1)
+			sigaddset(&mask, s);
+	if (!(mp_old.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	if (mp_old.sa_flags & SA_SIGINFO) {
 		mp_old.sa_sigaction(sig, si, uc);
 	} else if (mp_old.sa_handler == SIG_DFL ||
@@ -120,16 +147,37 @@ static const struct mp_entry *mp_lookup(const struct mp_table *t, uintptr_t a)
 	return NULL;
 }
 
-/* Make one page writable and record the write: handler and prepare_write. */
-static bool mp_mark_written(const struct mp_entry *e, uintptr_t addr)
+/*
+ * Make one page writable and record the write: handler and prepare_write.
+ * Returns false with errno set if mprotect() failed.  With !wait (the
+ * handler), a page another thread is opening is left to it: the faulting
+ * access runs again once the page is open.  prepare_write waits instead,
+ * since the kernel's own write that follows does not fault.
+ */
+static bool mp_mark_written(const struct mp_entry *e, uintptr_t addr,
+			    bool wait)
 {
 	uintptr_t page = addr & ~(mp_page_size - 1);
+	_Atomic unsigned char *st = &e->state[(page - e->start) / mp_page_size];
+	unsigned char s = atomic_load(st);
+	int err;
 
-	if (mprotect((void *)page, mp_page_size, e->prot) < 0)
-		return false;
-	atomic_store(&e->state[(page - e->start) / mp_page_size],
-		     MW_PG_WRITTEN);
-	return true;
+	for (;;) {
+		if (s == MW_PG_OPENING) {
+			if (!wait)
+				return true;
+			sched_yield();
+			s = atomic_load(st);
+			continue;
+		}
+		if (atomic_compare_exchange_weak(st, &s, MW_PG_OPENING))
+			break;
+	}
+	err = mprotect((void *)page, mp_page_size, e->prot) < 0 ? errno : 0;
+	/* WRITTEN after a failure too: maybe writable, so report it. */
+	atomic_store(st, MW_PG_WRITTEN);
+	errno = err;
+	return err == 0;
 }
 
 static void mp_handler(int sig, siginfo_t *si, void *uc)
@@ -144,7 +192,8 @@ static void mp_handler(int sig, siginfo_t *si, void *uc)
 	if (t && si->si_code == SEGV_ACCERR && fault_is_write(uc)) {
 		e = mp_lookup(t, (uintptr_t)si->si_addr);
 		if (e)
-			handled = mp_mark_written(e, (uintptr_t)si->si_addr);
+			handled = mp_mark_written(e, (uintptr_t)si->si_addr,
+						  false);
 	}
 	atomic_fetch_sub(&mp_readers, 1);
 	errno = saved_errno;
@@ -171,7 +220,7 @@ static int mp_install(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = mp_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	sigfillset(&sa.sa_mask);
 	if (sigaction(SIGSEGV, &sa, &mp_old) < 0)
 		return -errno;
 	/* Stays installed: restoring could clobber a handler set after us. */
@@ -379,17 +428,19 @@ static int mp_arm(struct memwatch *mw, struct mw_range *r, size_t i,
 	int ret = 0;
 
 	for (k = i; k < j; k++) {
-		unsigned char expect = MW_PG_WRITTEN;
+		unsigned char s = atomic_load(&r->state[k]);
 
 		page = r->start + k * mw->page_size;
-		if (atomic_load(&r->state[k]) != MW_PG_WRITTEN)
+		if (s != MW_PG_WRITTEN && s != MW_PG_OPENING)
 			continue;
 		if (sink && !mw_sink_fits(sink, page))
 			break;
-		if (!atomic_compare_exchange_strong(&r->state[k], &expect,
-						    MW_PG_ARMING))
-			continue;
-		if (sink)
+		/* An OPENING page is reported and left to its opener. */
+		while (s == MW_PG_WRITTEN &&
+		       !atomic_compare_exchange_weak(&r->state[k], &s,
+						     MW_PG_ARMING))
+			;
+		if (sink && (s == MW_PG_WRITTEN || s == MW_PG_OPENING))
 			mw_sink_put(sink, page, page + mw->page_size);
 	}
 	end = k;
@@ -450,11 +501,17 @@ static int mp_prepare_write(struct memwatch *mw, struct mw_range *r,
 			    uintptr_t a, uintptr_t b)
 {
 	struct mp_entry e = { r->start, r->end, r->state, mw, r->prot };
+	sigset_t all, old;
+	int ret = 0;
 
-	for (; a < b; a += mw->page_size)
-		if (!mp_mark_written(&e, a))
-			return -errno;
-	return 0;
+	/* No signal handler may fault on a page this thread holds OPENING. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (; a < b && !ret; a += mw->page_size)
+		if (!mp_mark_written(&e, a, true))
+			ret = -errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }
 
 const struct mw_backend_ops mw_mprotect_ops = {
