@@ -720,7 +720,8 @@ enum op {
 	OP_WRITE, OP_READ, OP_DONTNEED, OP_REMOVE, OP_PAGEOUT, OP_COLLAPSE,
 	OP_THPADV, OP_MPROTECT, OP_MREMAP, OP_MUNMAP, OP_FORK, OP_WATCH,
 	OP_REGISTER, OP_UNREGISTER, OP_WP, OP_UNWP, OP_ARM, OP_ARM_WRITE,
-	OP_CLEAR_REFS, OP_CLOSE_UFFD, OP_NEWMAP, NOP
+	OP_CLEAR_REFS, OP_CLOSE_UFFD, OP_NEWMAP, OP_FREE, OP_COLD, OP_MLOCK,
+	OP_PUNCH, OP_PWRITE, OP_ARM_ALL, NOP
 };
 static const unsigned opweight[NOP] = {
 	[OP_WRITE] = 20, [OP_READ] = 10, [OP_DONTNEED] = 6, [OP_REMOVE] = 3,
@@ -728,7 +729,8 @@ static const unsigned opweight[NOP] = {
 	[OP_MREMAP] = 3, [OP_MUNMAP] = 2, [OP_FORK] = 4, [OP_WATCH] = 4,
 	[OP_REGISTER] = 5, [OP_UNREGISTER] = 2, [OP_WP] = 6, [OP_UNWP] = 2,
 	[OP_ARM] = 12, [OP_ARM_WRITE] = 6, [OP_CLEAR_REFS] = 3,
-	[OP_CLOSE_UFFD] = 1, [OP_NEWMAP] = 2,
+	[OP_CLOSE_UFFD] = 1, [OP_NEWMAP] = 2, [OP_FREE] = 2, [OP_COLD] = 1,
+	[OP_MLOCK] = 2, [OP_PUNCH] = 2, [OP_PWRITE] = 1, [OP_ARM_ALL] = 1,
 };
 
 static const char *madv_name(int adv)
@@ -740,6 +742,8 @@ static const char *madv_name(int adv)
 	case MADV_COLLAPSE: return "MADV_COLLAPSE";
 	case MADV_HUGEPAGE: return "MADV_HUGEPAGE";
 	case MADV_NOHUGEPAGE: return "MADV_NOHUGEPAGE";
+	case MADV_FREE: return "MADV_FREE";
+	case MADV_COLD: return "MADV_COLD";
 	}
 	return "MADV_?";
 }
@@ -911,8 +915,11 @@ static void do_op(void)
 	case OP_PAGEOUT:
 	case OP_COLLAPSE:
 	case OP_THPADV:
+	case OP_FREE:
+	case OP_COLD:
 		adv = op == OP_DONTNEED ? MADV_DONTNEED : op == OP_REMOVE ? MADV_REMOVE :
 		      op == OP_PAGEOUT ? MADV_PAGEOUT : op == OP_COLLAPSE ? MADV_COLLAPSE :
+		      op == OP_FREE ? MADV_FREE : op == OP_COLD ? MADV_COLD :
 		      rn(2) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 		/*
 		 * MADV_COLLAPSE of file/shmem memory depends on page cache
@@ -1021,6 +1028,52 @@ static void do_op(void)
 			close(uffd);
 		uffd = -1;
 		break;
+	case OP_MLOCK:
+		adv = (int)rn(2);	/* 1: lock */
+		r = adv ? mlock(mbase(m) + a * PS, (b - a) * PS) :
+			  munlock(mbase(m) + a * PS, (b - a) * PS);
+		printf("== %d %s %s -> %s\n", stepno, adv ? "mlock" : "munlock", rt, res(r));
+		break;
+	case OP_PUNCH:
+	case OP_PWRITE:
+		/*
+		 * The backing file changes under the mapping: page i of m is
+		 * at file offset i * PS (mapped at 0, moved whole by mremap).
+		 */
+		if (m->fd < 0) {
+			printf("== %d nop\n", stepno);
+			break;
+		}
+		if (op == OP_PUNCH) {
+			r = fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)(a * PS), (off_t)((b - a) * PS));
+			printf("== %d punch-hole %s -> %s\n", stepno, rt, res(r));
+		} else {
+			static const char data[PS] = { [0] = 7, [PS / 2] = 7 };
+
+			for (i = a, r = 0; i < b && r >= 0; i += stride)
+				r = (int)pwrite(m->fd, data, PS, (off_t)(i * PS));
+			printf("== %d pwrite %s /%zu -> %s\n", stepno, rt, stride,
+			       res(r < 0 ? -1 : 0));
+		}
+		break;
+	case OP_ARM_ALL: {
+		/*
+		 * One arming call over the whole arena: several VMAs (of
+		 * several kinds, registered or not) and the holes between.
+		 */
+		struct q q = rn(2) ?
+			(struct q){ "arm-all:wp-only", PM_SCAN_WP_MATCHING, 0, 0, 0, 0, 0, 0 } :
+			(struct q){ "arm-all:get-reset", PM_SCAN_WP_MATCHING, 0, WRITTEN, 0,
+				    WRITTEN, 256, 0 };
+		char pfx[32];
+
+		snprintf(pfx, sizeof(pfx), "%d arena", stepno);
+		printf("== %d %s\n", stepno, q.name);
+		scan(pfx, q.name, (uintptr_t)arena, (uintptr_t)arena,
+		     (uintptr_t)arena + ARENA, &q, 1);
+		break;
+	}
 	case OP_NEWMAP:
 		for (i = 0; i < MAXMAP; i++)
 			if (!maps[i].live)

@@ -1,0 +1,1039 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kwrites: writes by the kernel into write-tracked memory.  A buffer
+ * registered for UFFD_FEATURE_WP_ASYNC write-protection and armed is
+ * written not by the program's own stores but by the kernel on its behalf:
+ *
+ *   read-file   read(2) (pread) from a file on /mnt/disk, page-cache copy
+ *   read-pipe   read(2) from a pipe another process fills
+ *   pvwritev    process_vm_writev(2) from another process
+ *   proc-mem    pwrite(2) to /proc/PID/mem from another process (FOLL_FORCE)
+ *   odirect     pread(2) of an O_DIRECT file on /mnt/disk: the block layer
+ *               writes pages pinned with FOLL_WRITE
+ *   io-uring    IORING_OP_READ, buffered and O_DIRECT, through io_uring
+ *
+ * on anonymous 4K pages, a PMD-mapped THP and shmem.  For each pair:
+ *
+ *  exact   arm, let the kernel write some runs of pages (sub-page offsets
+ *          where the kind allows), then a get+reset (PAGEMAP_SCAN,
+ *          PM_SCAN_WP_MATCHING, mask = return = WRITTEN) must report
+ *          exactly the pages written, and the data must be there;
+ *  reset   a harvester thread loops get+reset over the buffer while the
+ *          kernel writes: every page of every write must be reported by a
+ *          get that ended after the write began (none lost, the final get
+ *          after the last write included), and every report must have a
+ *          write that began before the get ended and ended after the get
+ *          that reported the page before began (no false positive).
+ *
+ * Events are stamped by one shared counter, as in wostress.  --self-test
+ * changes the answers the checks see, for each pair: a written page
+ * dropped from one get (as if the kernel had not reported it) and an
+ * unwritten page added to another (in the reset test, to the first
+ * harvest, made before any write), and passes only if the checks find
+ * both, for every pair.  --pvw no: the kernel has no
+ * CONFIG_CROSS_MEMORY_ATTACH, process_vm_writev must fail with ENOSYS
+ * (asserted, not skipped).
+ *
+ *   kwrites [--seed N] [--rounds N] [--writes N] [--pvw yes|no]
+ *           [--only KIND] [--self-test]
+ *
+ * --only runs one kind of write (a name above), on the three memories.
+ *
+ * TAP output.  Runs only in the memwatch test guest (memwatch.guest=1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <linux/io_uring.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PSZ		4096UL
+#define HPSZ		(2UL << 20)
+#define FILE_SZ		(8UL << 20)
+#define MAXRUN		16		/* pages per kernel write */
+#define MAXREP		4096		/* regions per get */
+
+enum mkind { M_ANON, M_THP, M_SHMEM, M_N };
+static const char *const mname[M_N] = { "anon", "thp", "shmem" };
+static const size_t msize[M_N] = { 256 << 10, 2 * HPSZ, 256 << 10 };
+
+enum wkind { W_FILE, W_PIPE, W_PVW, W_PROCMEM, W_ODIRECT, W_URING, W_N };
+static const char *const wname[W_N] = {
+	"read-file", "read-pipe", "pvwritev", "proc-mem", "odirect", "io-uring",
+};
+
+/* A command to the helper process, which writes into our memory. */
+struct hcmd {
+	int op;			/* W_PIPE, W_PVW, W_PROCMEM; -1: exit */
+	uint64_t addr, len, seq;
+};
+
+struct mem {
+	char *base;
+	size_t len, npages;
+};
+
+/* A kernel write: its pages [p0, p1) and its span on the shared clock. */
+struct kw {
+	uint32_t p0, p1;
+	uint64_t tb, te;
+};
+
+/* A harvest: its span and the pages it reported. */
+struct harvest {
+	uint64_t c0, c1;
+	uint32_t n;		/* pages in rep */
+	uint32_t *rep;
+};
+
+static struct {
+	uint64_t seed, rng;
+	unsigned int rounds, writes;
+	bool self_test, pvw_expected;
+	int uffd, pm, ffd, dfd, hcmd_w, hrep_r, pipe_r;
+	pid_t helper;
+	struct mem mem[M_N];
+	char *bounce;			/* O_DIRECT source pattern check */
+	/* io_uring */
+	int ring;
+	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail,
+		     *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	bool have_uring;
+	_Atomic uint64_t clk;
+	/* the concurrent phase */
+	atomic_bool stop;
+	struct harvest *hv;
+	size_t nhv, caphv;
+	enum mkind hm;
+	int herr;
+	/*
+	 * --self-test: the page dropped from the next answer that has it,
+	 * the page added to the next answer (0: none), and how many were.
+	 */
+	_Atomic uint64_t drop_next, add_next;
+	_Atomic uint64_t dropped, added;
+	_Atomic unsigned int nharv;	/* harvests recorded */
+	int tn, failed;
+} g;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (g.rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rndn(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static uint64_t tick(void)
+{
+	return atomic_fetch_add(&g.clk, 1);
+}
+
+static void bail(const char *what)
+{
+	printf("Bail out! %s: %s (seed %" PRIu64 ")\n", what, strerror(errno),
+	       g.seed);
+	exit(1);
+}
+
+static bool in_guest(void)
+{
+	char buf[4096] = "";
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return r > 0 && strstr(buf, " memwatch.guest=1");
+}
+
+static void tap(bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", ok ? "ok" : "not ok", ++g.tn);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	g.failed += !ok;
+}
+
+/* The file's content: 8-byte words holding their own offset, salted. */
+static uint64_t fword(uint64_t off)
+{
+	return off * 0x9e3779b97f4a7c15ULL ^ 0x6b77726974657321ULL;
+}
+
+/* What the helper writes for write number seq: words of seq and index. */
+static uint64_t hword(uint64_t seq, uint64_t i)
+{
+	return seq << 32 ^ i ^ 0x68656c7065720000ULL;
+}
+
+/* ---- the helper process ------------------------------------------------ */
+
+static int xwrite(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t r = write(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= r;
+	}
+	return 0;
+}
+
+static int xread(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= r;
+	}
+	return 0;
+}
+
+static void helper_main(pid_t parent, int cmd_r, int rep_w, int pipe_w)
+{
+	static uint64_t buf[MAXRUN * PSZ / 8];
+	char path[64];
+	struct hcmd c;
+	int memfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)parent);
+	memfd = open(path, O_RDWR | O_CLOEXEC);
+	while (!xread(cmd_r, &c, sizeof(c)) && c.op >= 0) {
+		struct iovec l = { buf, c.len };
+		struct iovec r = { (void *)(uintptr_t)c.addr, c.len };
+		int err = 0;
+
+		for (uint64_t i = 0; i < c.len / 8 && i < sizeof(buf) / 8; i++)
+			buf[i] = hword(c.seq, i);
+		switch (c.op) {
+		case W_PIPE:
+			if (xwrite(pipe_w, buf, c.len))
+				err = errno;
+			break;
+		case W_PVW:
+			if (syscall(__NR_process_vm_writev, parent, &l, 1, &r,
+				    1, 0) != (long)c.len)
+				err = errno ? errno : EIO;
+			break;
+		default:
+			if (memfd < 0)
+				err = EBADF;
+			else if (pwrite(memfd, buf, c.len, (off_t)c.addr) !=
+				 (ssize_t)c.len)
+				err = errno ? errno : EIO;
+			break;
+		}
+		if (xwrite(rep_w, &err, sizeof(err)))
+			break;
+	}
+	_exit(0);
+}
+
+static void start_helper(void)
+{
+	int c[2], r[2], p[2];
+	pid_t parent = getpid();
+
+	if (pipe2(c, O_CLOEXEC) || pipe2(r, O_CLOEXEC) || pipe2(p, O_CLOEXEC))
+		bail("pipe");
+	g.helper = fork();
+	if (g.helper < 0)
+		bail("fork");
+	if (!g.helper) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(c[1]);
+		close(r[0]);
+		close(p[0]);
+		helper_main(parent, c[0], r[1], p[1]);
+	}
+	close(c[0]);
+	close(r[1]);
+	close(p[1]);
+	g.hcmd_w = c[1];
+	g.hrep_r = r[0];
+	g.pipe_r = p[0];
+}
+
+/* The helper writes [addr, addr + len); returns its errno. */
+static int helper_write(int op, uint64_t addr, uint64_t len, uint64_t seq)
+{
+	struct hcmd c = { op, addr, len, seq };
+	int err;
+
+	if (xwrite(g.hcmd_w, &c, sizeof(c)))
+		bail("helper command");
+	if (op == W_PIPE &&
+	    xread(g.pipe_r, (void *)(uintptr_t)addr, len))
+		bail("read from the pipe");
+	if (xread(g.hrep_r, &err, sizeof(err)))
+		bail("helper reply");
+	return err;
+}
+
+/* ---- io_uring, by its system calls ------------------------------------- */
+
+static void setup_uring(void)
+{
+	struct io_uring_params p = { 0 };
+	size_t sqsz, cqsz;
+	char *sq, *cq;
+
+	g.ring = syscall(__NR_io_uring_setup, 4, &p);
+	if (g.ring < 0)
+		return;
+	sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sqsz = cqsz = sqsz > cqsz ? sqsz : cqsz;
+	sq = mmap(NULL, sqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  g.ring, IORING_OFF_SQ_RING);
+	cq = p.features & IORING_FEAT_SINGLE_MMAP ? sq :
+	     mmap(NULL, cqsz, PROT_READ | PROT_WRITE, MAP_SHARED |
+		  MAP_POPULATE, g.ring, IORING_OFF_CQ_RING);
+	g.sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
+		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, g.ring,
+		      IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || g.sqes == MAP_FAILED)
+		bail("mmap io_uring");
+	g.sq_tail = (unsigned int *)(sq + p.sq_off.tail);
+	g.sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
+	g.sq_array = (unsigned int *)(sq + p.sq_off.array);
+	g.cq_head = (unsigned int *)(cq + p.cq_off.head);
+	g.cq_tail = (unsigned int *)(cq + p.cq_off.tail);
+	g.cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
+	g.cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	g.have_uring = true;
+}
+
+/* One IORING_OP_READ, waited for; returns its result (bytes or -errno). */
+static long uring_read(int fd, void *buf, size_t len, off_t off)
+{
+	unsigned int tail = *g.sq_tail, idx = tail & *g.sq_mask, head;
+	struct io_uring_sqe *sqe = &g.sqes[idx];
+	long res;
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_READ;
+	sqe->fd = fd;
+	sqe->addr = (uintptr_t)buf;
+	sqe->len = len;
+	sqe->off = off;
+	g.sq_array[idx] = idx;
+	__atomic_store_n(g.sq_tail, tail + 1, __ATOMIC_RELEASE);
+	if (syscall(__NR_io_uring_enter, g.ring, 1, 1,
+		    IORING_ENTER_GETEVENTS, NULL, 0) != 1)
+		return -errno;
+	head = *g.cq_head;
+	while (head == __atomic_load_n(g.cq_tail, __ATOMIC_ACQUIRE))
+		if (syscall(__NR_io_uring_enter, g.ring, 0, 1,
+			    IORING_ENTER_GETEVENTS, NULL, 0) < 0 &&
+		    errno != EINTR)
+			return -errno;
+	res = g.cqes[head & *g.cq_mask].res;
+	__atomic_store_n(g.cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+/* ---- memory and tracking ----------------------------------------------- */
+
+/*
+ * Map memory m (at 'at' when given), populate it (a THP: PMD-mapped huge
+ * pages), register it for async write-protection and arm it.
+ */
+static void map_mem(enum mkind m, char *at)
+{
+	struct mem *mm = &g.mem[m];
+	size_t len = msize[m];
+	char *p = at ? mmap(at, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) :
+		  mmap(NULL, len + (m == M_THP ? HPSZ : 0),
+		       PROT_READ | PROT_WRITE,
+		       (m == M_SHMEM ? MAP_SHARED : MAP_PRIVATE) |
+		       MAP_ANONYMOUS, -1, 0);
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+
+	if (p == MAP_FAILED)
+		bail("mmap");
+	if (m == M_THP) {
+		p = (char *)(((uintptr_t)p + HPSZ - 1) & ~(HPSZ - 1));
+		madvise(p, len, MADV_HUGEPAGE);
+	} else if (m == M_ANON) {
+		madvise(p, len, MADV_NOHUGEPAGE);
+	}
+	memset(p, 0x11, len);		/* populated */
+	mm->base = p;
+	mm->len = len;
+	mm->npages = len / PSZ;
+	reg.range.start = wp.range.start = (uintptr_t)p;
+	reg.range.len = wp.range.len = len;
+	if (ioctl(g.uffd, UFFDIO_REGISTER, &reg) ||
+	    ioctl(g.uffd, UFFDIO_WRITEPROTECT, &wp))
+		bail("register and arm");
+}
+
+/*
+ * The THP memory anew: a PMD-mapped THP armed as a whole, which the first
+ * write into it splits (a write fault on a huge PMD).
+ */
+static void fresh_thp(void)
+{
+	munmap(g.mem[M_THP].base, g.mem[M_THP].len);
+	map_mem(M_THP, g.mem[M_THP].base);
+}
+
+/* Is the THP still PMD-mapped? (KPF_THP of the first page.) */
+static bool thp_mapped(void)
+{
+	uint64_t e = 0, f = 0;
+	int kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	bool r = false;
+
+	if (kpf < 0)
+		return false;
+	if (pread(g.pm, &e, 8, (uintptr_t)g.mem[M_THP].base / PSZ * 8) == 8 &&
+	    (e >> 63) && pread(kpf, &f, 8, (e & ((1ULL << 55) - 1)) * 8) == 8)
+		r = (f >> 22) & 1;
+	close(kpf);
+	return r;
+}
+
+/*
+ * get+reset over the whole of memory m: the pages reported, in out[]
+ * (page indexes); returns their number, or -errno.
+ */
+static long get_reset(enum mkind m, uint32_t *out, size_t cap)
+{
+	static __thread struct page_region v[MAXREP];
+	struct mem *mm = &g.mem[m];
+	struct pm_scan_arg a = {
+		.size = sizeof(a),
+		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+		.start = (uintptr_t)mm->base,
+		.end = (uintptr_t)mm->base + mm->len,
+		.vec = (uintptr_t)v, .vec_len = MAXREP,
+		.category_mask = PAGE_IS_WRITTEN,
+		.return_mask = PAGE_IS_WRITTEN,
+	};
+	long n = ioctl(g.pm, PAGEMAP_SCAN, &a), np = 0;
+
+	if (n < 0)
+		return -errno;
+	if (a.walk_end != a.end)
+		return -ENOSPC;	/* MAXREP regions can't run out */
+	for (long i = 0; i < n; i++)
+		for (uint64_t p = v[i].start; p < v[i].end; p += PSZ) {
+			uint64_t pg = (p - a.start) / PSZ;
+
+			/* --self-test: as if the kernel had not said it */
+			if (p == atomic_load(&g.drop_next)) {
+				atomic_store(&g.drop_next, 0);
+				atomic_fetch_add(&g.dropped, 1);
+				continue;
+			}
+			if ((size_t)np < cap)
+				out[np++] = pg;
+		}
+	/* --self-test: as if the kernel had said it, unwritten */
+	if (atomic_load(&g.add_next) >= a.start &&
+	    atomic_load(&g.add_next) < a.end && (size_t)np < cap) {
+		uint64_t pg = (atomic_exchange(&g.add_next, 0) - a.start) / PSZ;
+		bool there = false;
+
+		for (long i = 0; i < np; i++)
+			there |= out[i] == pg;
+		if (!there) {
+			out[np++] = pg;
+			atomic_fetch_add(&g.added, 1);
+		}
+	}
+	return np;
+}
+
+/* The first page of a write, to drop from the answer (--self-test). */
+static void plant(enum mkind m, uint32_t page)
+{
+	if (g.self_test)
+		atomic_store(&g.drop_next, (uintptr_t)g.mem[m].base +
+			     (uint64_t)page * PSZ);
+}
+
+/*
+ * The kernel writes pages [p0, p1) of m (kind w), from byte 'skip' of the
+ * first page to 'cut' bytes before the end of the last, where the kind
+ * can.  Returns 0, or an errno; *bad: the data did not arrive.
+ */
+static int kwrite(enum mkind m, enum wkind w, uint32_t p0, uint32_t p1,
+		  uint64_t seq, bool *bad)
+{
+	struct mem *mm = &g.mem[m];
+	bool whole = w == W_ODIRECT || w == W_URING;
+	uint64_t skip = whole ? 0 : rndn(PSZ / 8) * 8;
+	uint64_t cut = whole || p1 - p0 < 2 ? 0 : rndn(PSZ / 8) * 8;
+	char *dst = mm->base + (uint64_t)p0 * PSZ + skip;
+	uint64_t len = (uint64_t)(p1 - p0) * PSZ - skip - cut;
+	uint64_t foff = rndn((FILE_SZ - MAXRUN * PSZ) / PSZ) * PSZ + skip;
+	int err = 0, fd = w == W_URING && rndn(2) ? g.dfd :
+			  w == W_URING ? g.ffd : -1;
+	long r;
+
+	*bad = false;
+	switch (w) {
+	case W_FILE:
+		r = pread(g.ffd, dst, len, foff);
+		err = r == (long)len ? 0 : r < 0 ? errno : EIO;
+		break;
+	case W_ODIRECT:
+		r = pread(g.dfd, dst, len, foff);
+		err = r == (long)len ? 0 : r < 0 ? errno : EIO;
+		break;
+	case W_URING:
+		r = uring_read(fd, dst, len, foff);
+		err = r == (long)len ? 0 : r < 0 ? -r : EIO;
+		break;
+	default:
+		err = helper_write(w, (uintptr_t)dst, len, seq);
+		break;
+	}
+	if (err)
+		return err;
+	for (uint64_t i = 0; i < len / 8; i++) {
+		uint64_t want = w == W_FILE || w == W_ODIRECT || w == W_URING ?
+				fword(foff + i * 8) : hword(seq, i);
+
+		if (((uint64_t *)dst)[i] != want) {
+			*bad = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Random disjoint runs of pages in m: up to 6, each 1..MAXRUN pages. */
+static int pick_runs(enum mkind m, uint32_t (*runs)[2])
+{
+	size_t np = g.mem[m].npages;
+	int n = 0;
+
+	for (int t = 0, want = 1 + rndn(6); t < 40 && n < want; t++) {
+		uint32_t a = rndn(np), b = a + 1 + rndn(MAXRUN);
+		bool clash = false;
+
+		if (b > np)
+			b = np;
+		for (int i = 0; i < n; i++)
+			clash |= a < runs[i][1] + 1 && runs[i][0] < b + 1;
+		if (clash)
+			continue;
+		runs[n][0] = a;
+		runs[n][1] = b;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * exact: rounds of arm, kernel writes, get: the get reports exactly the
+ * pages written.  Returns the number of wrong rounds (printed).
+ */
+static int test_exact(enum mkind m, enum wkind w, uint64_t *seq)
+{
+	uint32_t *rep = malloc(g.mem[m].npages * sizeof(*rep));
+	uint8_t *want = malloc(g.mem[m].npages);
+	int bad_rounds = 0, thp_rounds = 0;
+	long n;
+
+	if (!rep || !want)
+		bail("malloc");
+	if (get_reset(m, rep, g.mem[m].npages) < 0)	/* armed */
+		bail("get+reset");
+	for (unsigned int round = 0; round < g.rounds; round++) {
+		uint32_t runs[6][2];
+		int nr = pick_runs(m, runs), extra = 0, missing = 0;
+		bool data_bad = false, bad;
+		char why[160] = "";
+
+		if (m == M_THP)
+			fresh_thp();
+		thp_rounds += m == M_THP && thp_mapped();
+		memset(want, 0, g.mem[m].npages);
+		for (int i = 0; i < nr; i++) {
+			int err = kwrite(m, w, runs[i][0], runs[i][1], ++*seq,
+					 &bad);
+
+			if (err) {
+				snprintf(why, sizeof(why), "write [%u, %u): %s",
+					 runs[i][0], runs[i][1],
+					 strerror(err));
+				break;
+			}
+			data_bad |= bad;
+			memset(want + runs[i][0], 1, runs[i][1] - runs[i][0]);
+		}
+		if (round == g.rounds / 2 && nr)
+			plant(m, runs[0][0]);
+		for (size_t i = 0; g.self_test && !round &&
+		     i < g.mem[m].npages; i++)
+			if (!want[i]) {
+				atomic_store(&g.add_next,
+					     (uintptr_t)g.mem[m].base + i * PSZ);
+				break;
+			}
+		n = get_reset(m, rep, g.mem[m].npages);
+		atomic_store(&g.drop_next, 0);
+		atomic_store(&g.add_next, 0);
+		if (n < 0) {
+			snprintf(why, sizeof(why), "get: %s", strerror(-n));
+		} else {
+			for (long i = 0; i < n; i++) {
+				if (!want[rep[i]])
+					extra++;
+				want[rep[i]] = 2 + want[rep[i]];
+			}
+			for (size_t i = 0; i < g.mem[m].npages; i++)
+				missing += want[i] == 1;
+		}
+		if (why[0] || extra || missing || data_bad) {
+			if (bad_rounds++ < 4)
+				printf("# %s %s round %u: %s%d pages written "
+				       "not reported, %d reported not written%s"
+				       "\n", mname[m], wname[w], round, why,
+				       missing, extra,
+				       data_bad ? ", data did not arrive" : "");
+		}
+	}
+	if (m == M_THP)
+		printf("# %s %s: the THP was PMD-mapped at %d of %u rounds\n",
+		       mname[m], wname[w], thp_rounds, g.rounds);
+	free(rep);
+	free(want);
+	return bad_rounds;
+}
+
+static void *harvester(void *arg)
+{
+	enum mkind m = g.hm;
+	uint32_t *tmp = malloc(g.mem[m].npages * sizeof(*tmp));
+
+	(void)arg;
+	if (!tmp)
+		bail("malloc");
+	while (!atomic_load(&g.stop)) {
+		struct harvest h;
+		long n;
+
+		h.c0 = tick();
+		n = get_reset(m, tmp, g.mem[m].npages);
+		h.c1 = tick();
+		if (n < 0) {
+			g.herr = -n;
+			break;
+		}
+		h.n = n;
+		h.rep = malloc((n ? n : 1) * sizeof(*h.rep));
+		if (!h.rep)
+			bail("malloc");
+		memcpy(h.rep, tmp, n * sizeof(*h.rep));
+		if (g.nhv == g.caphv) {
+			g.caphv = g.caphv ? 2 * g.caphv : 256;
+			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
+			if (!g.hv)
+				bail("realloc");
+		}
+		g.hv[g.nhv++] = h;
+		atomic_fetch_add(&g.nharv, 1);
+		usleep((h.c1 & 3) * 200);
+	}
+	free(tmp);
+	return NULL;
+}
+
+/*
+ * reset: the kernel writes while a harvester gets and resets.  Returns the
+ * number of lost writes, false reports and writes whose data did not
+ * arrive (the first few printed); *nlost and *nfalse: the first two.
+ */
+static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
+		      int *nfalse)
+{
+	size_t np = g.mem[m].npages, nw = g.writes;
+	struct kw *kws = calloc(nw, sizeof(*kws));
+	pthread_t th;
+	int lost = 0, falsep = 0, err = 0, data_bad = 0;
+	uint64_t *last_rep, *prev_c0;
+	uint32_t *tmp = malloc(np * sizeof(*tmp));
+	long n;
+
+	if (!kws || !tmp)
+		bail("malloc");
+	if (m == M_THP)
+		fresh_thp();
+	else if (get_reset(m, tmp, np) < 0)
+		bail("get+reset");
+	g.hm = m;
+	g.nhv = 0;
+	g.herr = 0;
+	atomic_store(&g.nharv, 0);
+	atomic_store(&g.stop, false);
+	/* --self-test: a page in the first harvest, before any write */
+	if (g.self_test)
+		atomic_store(&g.add_next, (uintptr_t)g.mem[m].base);
+	if (pthread_create(&th, NULL, harvester, NULL))
+		bail("pthread_create");
+	while (!atomic_load(&g.nharv) && !g.herr)
+		usleep(100);
+	/*
+	 * The last write after the harvester stopped: only the final get can
+	 * report it (--self-test drops that report).
+	 */
+	for (size_t i = 0; i < nw; i++) {
+		uint32_t a = rndn(np), b = a + 1 + rndn(MAXRUN);
+		bool bad;
+
+		if (b > np)
+			b = np;
+		kws[i].p0 = a;
+		kws[i].p1 = b;
+		if (i == nw - 1) {
+			atomic_store(&g.stop, true);
+			pthread_join(th, NULL);
+		} else {
+			usleep(rndn(4) * 100);	/* harvests fall between */
+		}
+		kws[i].tb = tick();
+		err = kwrite(m, w, a, b, ++*seq, &bad);
+		kws[i].te = tick();
+		data_bad += bad;
+		if (i == nw - 1)
+			plant(m, a);
+		if (err) {
+			nw = i;
+			break;
+		}
+	}
+	if (!atomic_load(&g.stop)) {
+		atomic_store(&g.stop, true);
+		pthread_join(th, NULL);
+	}
+	/* The final get, after every write. */
+	{
+		struct harvest h;
+
+		h.c0 = tick();
+		n = get_reset(m, tmp, np);
+		h.c1 = tick();
+		h.n = n > 0 ? n : 0;
+		h.rep = malloc((h.n ? h.n : 1) * sizeof(*h.rep));
+		if (!h.rep)
+			bail("malloc");
+		memcpy(h.rep, tmp, h.n * sizeof(*h.rep));
+		if (g.nhv == g.caphv) {
+			g.caphv = g.caphv ? 2 * g.caphv : 256;
+			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
+			if (!g.hv)
+				bail("realloc");
+		}
+		g.hv[g.nhv++] = h;
+	}
+	atomic_store(&g.drop_next, 0);
+	atomic_store(&g.add_next, 0);
+	if (err || g.herr || n < 0) {
+		printf("# %s %s: %s\n", mname[m], wname[w],
+		       err ? strerror(err) : strerror(g.herr ? g.herr : -n));
+		lost++;
+	}
+	/*
+	 * Lost: a write none of whose pages' later reports ended after it
+	 * began.  Per page, the reports in harvest order: for each write and
+	 * page, one ending at or after tb.
+	 */
+	/* per page: c1 of its last report, c0 + 1 of its report before */
+	last_rep = calloc(np, sizeof(*last_rep));
+	prev_c0 = calloc(np, sizeof(*prev_c0));
+	if (!last_rep || !prev_c0)
+		bail("calloc");
+	for (size_t h = 0; h < g.nhv; h++)
+		for (uint32_t j = 0; j < g.hv[h].n; j++)
+			last_rep[g.hv[h].rep[j]] = g.hv[h].c1;
+	for (size_t i = 0; i < nw; i++)
+		for (uint32_t p = kws[i].p0; p < kws[i].p1; p++)
+			if (last_rep[p] < kws[i].tb) {
+				if (lost++ < 4)
+					printf("# %s %s: write %zu (pages [%u, "
+					       "%u), clock [%" PRIu64 ", %"
+					       PRIu64 "]) lost: page %u last reported "
+					       "at %" PRIu64 "\n", mname[m],
+					       wname[w], i, kws[i].p0,
+					       kws[i].p1, kws[i].tb, kws[i].te,
+					       p, last_rep[p]);
+			}
+	/*
+	 * False: a report of page p by harvest h with no write of p that
+	 * began before h ended and ended after the harvest that reported p
+	 * before h began.
+	 */
+	for (size_t h = 0; h < g.nhv; h++) {
+		for (uint32_t j = 0; j < g.hv[h].n; j++) {
+			uint32_t p = g.hv[h].rep[j];
+			bool ok = false;
+
+			for (size_t i = 0; i < nw && !ok; i++)
+				ok = p >= kws[i].p0 && p < kws[i].p1 &&
+				     kws[i].tb <= g.hv[h].c1 &&
+				     kws[i].te >= prev_c0[p];
+			if (!ok && falsep++ < 4)
+				printf("# %s %s: page %u reported by harvest "
+				       "%zu [%" PRIu64 ", %" PRIu64 "] with no "
+				       "write since the report before\n",
+				       mname[m], wname[w], p, h, g.hv[h].c0,
+				       g.hv[h].c1);
+			prev_c0[p] = g.hv[h].c0 + 1;
+		}
+	}
+	if (data_bad)
+		printf("# %s %s: data of %d writes did not arrive\n",
+		       mname[m], wname[w], data_bad);
+	printf("# %s %s: %zu kernel writes, %zu harvests\n", mname[m],
+	       wname[w], nw, g.nhv);
+	for (size_t h = 0; h < g.nhv; h++)
+		free(g.hv[h].rep);
+	free(last_rep);
+	free(prev_c0);
+	free(kws);
+	free(tmp);
+	*nlost = lost;
+	*nfalse = falsep;
+	return lost + falsep + data_bad;
+}
+
+static void setup_mem(void)
+{
+	for (int m = 0; m < M_N; m++)
+		map_mem(m, NULL);
+}
+
+static void setup_files(void)
+{
+	char path[64];
+	uint64_t *blk = malloc(1 << 20);
+
+	if (!blk)
+		bail("malloc");
+	snprintf(path, sizeof(path), "/mnt/disk/kwrites.%d", (int)getpid());
+	g.ffd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (g.ffd < 0)
+		bail("open a file on /mnt/disk");
+	for (uint64_t off = 0; off < FILE_SZ; off += 1 << 20) {
+		for (uint64_t i = 0; i < (1 << 20) / 8; i++)
+			blk[i] = fword(off + i * 8);
+		if (pwrite(g.ffd, blk, 1 << 20, off) != 1 << 20)
+			bail("write the file");
+	}
+	if (fsync(g.ffd))
+		bail("fsync");
+	g.dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (g.dfd < 0)
+		bail("open O_DIRECT");
+	unlink(path);
+	free(blk);
+}
+
+int main(int argc, char **argv)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC |
+			    UFFD_FEATURE_WP_UNPOPULATED |
+			    UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+	};
+	uint64_t seq = 0;
+	int rc, only = -1;
+	bool usage = false;
+
+	g.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	g.rounds = 12;
+	g.writes = 100;
+	g.pvw_expected = true;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			g.seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			g.rounds = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--writes") && i + 1 < argc)
+			g.writes = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--pvw") && i + 1 < argc)
+			g.pvw_expected = !strcmp(argv[++i], "yes");
+		else if (!strcmp(argv[i], "--self-test"))
+			g.self_test = true;
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			for (only = W_N - 1; only >= 0; only--)
+				if (!strcmp(argv[i + 1], wname[only]))
+					break;
+			if (only < 0)
+				usage = true;
+			i++;
+		} else {
+			usage = true;
+		}
+	}
+	if (usage) {
+		fprintf(stderr, "usage: %s [--seed N] [--rounds N] [--writes N] "
+			"[--pvw yes|no] [--only KIND] [--self-test]\n",
+			argv[0]);
+		return 2;
+	}
+	if (g.rounds < 2 || g.writes < 2) {
+		fprintf(stderr, "kwrites: --rounds and --writes: 2 or more\n");
+		return 2;
+	}
+	if (!in_guest()) {
+		fprintf(stderr, "kwrites: not in the memwatch guest (no "
+			"memwatch.guest=1 on the kernel command line), "
+			"refusing\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g.rng = g.seed;
+	printf("TAP version 13\n1..%d\n", 2 + 2 * M_N * (only < 0 ? W_N : 1));
+	printf("# kwrites seed %" PRIu64 "; replay: %s --seed %" PRIu64
+	       " --rounds %u --writes %u --pvw %s%s%s%s\n", g.seed, argv[0],
+	       g.seed, g.rounds, g.writes, g.pvw_expected ? "yes" : "no",
+	       only >= 0 ? " --only " : "", only >= 0 ? wname[only] : "",
+	       g.self_test ? " --self-test" : "");
+
+	start_helper();		/* before the tracked memory */
+	g.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (g.uffd < 0 || ioctl(g.uffd, UFFDIO_API, &api))
+		bail("userfaultfd with WP_ASYNC");
+	g.pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (g.pm < 0)
+		bail("open pagemap");
+	setup_files();
+	setup_uring();
+	setup_mem();
+	tap(g.have_uring, "setup: helper %d, io_uring %s, memory anon %zu KiB, "
+	    "thp %zu KiB, shmem %zu KiB", (int)g.helper,
+	    g.have_uring ? "yes" : strerror(errno), msize[M_ANON] >> 10,
+	    msize[M_THP] >> 10, msize[M_SHMEM] >> 10);
+
+	/* process_vm_writev: there, or ENOSYS as the suite says. */
+	{
+		bool bad;
+		int err = kwrite(M_ANON, W_PVW, 0, 1, ++seq, &bad);
+
+		get_reset(M_ANON, (uint32_t[64]){ 0 }, 64);
+		if (g.pvw_expected)
+			tap(!err && !bad, "process_vm_writev works: %s",
+			    err ? strerror(err) : bad ? "wrong data" : "yes");
+		else
+			tap(err == ENOSYS, "process_vm_writev fails with "
+			    "ENOSYS (no CONFIG_CROSS_MEMORY_ATTACH): %s",
+			    err ? strerror(err) : "it worked");
+	}
+
+	for (int w = 0; w < W_N; w++) {
+		if (only >= 0 && w != only)
+			continue;
+		for (int m = 0; m < M_N; m++) {
+			int bad, nlost, nfalse;
+
+			if (w == W_URING && !g.have_uring) {
+				tap(false, "%s %s exact: no io_uring",
+				    mname[m], wname[w]);
+				tap(false, "%s %s across resets: no io_uring",
+				    mname[m], wname[w]);
+				continue;
+			}
+			if (w == W_PVW && !g.pvw_expected) {
+				tap(true, "%s %s exact: not built in",
+				    mname[m], wname[w]);
+				tap(true, "%s %s across resets: not built in",
+				    mname[m], wname[w]);
+				continue;
+			}
+			g.dropped = g.added = 0;
+			bad = test_exact(m, w, &seq);
+			if (g.self_test)
+				tap(g.dropped && g.added && bad >= 2,
+				    "self-test: %s %s exact: %" PRIu64
+				    " report dropped, %" PRIu64 " added, %d "
+				    "rounds found wrong", mname[m], wname[w],
+				    (uint64_t)g.dropped, (uint64_t)g.added, bad);
+			else
+				tap(!bad, "%s %s exact: %u rounds, get reports "
+				    "exactly the pages written (%d wrong)",
+				    mname[m], wname[w], g.rounds, bad);
+			g.dropped = g.added = 0;
+			bad = test_reset(m, w, &seq, &nlost, &nfalse);
+			if (g.self_test)
+				tap(g.dropped && g.added && nlost && nfalse,
+				    "self-test: %s %s across resets: %" PRIu64
+				    " report dropped, %" PRIu64 " added: %d "
+				    "writes found lost, %d reports false",
+				    mname[m], wname[w], (uint64_t)g.dropped,
+				    (uint64_t)g.added, nlost, nfalse);
+			else
+				tap(!bad, "%s %s across resets: no write lost,"
+				    " none reported that wasn't (%d wrong)",
+				    mname[m], wname[w], bad);
+		}
+	}
+	{
+		struct hcmd c = { .op = -1 };
+
+		if (xwrite(g.hcmd_w, &c, sizeof(c)) == 0)
+			waitpid(g.helper, &rc, 0);
+	}
+	printf("# %d passed, %d failed\n", g.tn - g.failed, g.failed);
+	if (g.failed)
+		printf("# FAILED: seed %" PRIu64 "; replay: see the first "
+		       "lines\n", g.seed);
+	return g.failed ? 1 : 0;
+}
