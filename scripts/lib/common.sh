@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Sourced by the harness scripts: what they all need.
+#
+#   PROG=NAME            set before sourcing to name the messages
+#                        (default: the script's file name)
+#   DIE_STATUS=N         exit status of die (default 1; the TAP checkers
+#                        use 2, so that "failed" and "could not run" differ)
+#   msg TEXT...          "PROG: TEXT" on stdout
+#   die TEXT...          "PROG: error: TEXT" on stderr, then exit
+#   config_want CONFIG FRAGMENT...
+#                        every CONFIG_X=V line of the fragments (the last
+#                        one wins, as in Kconfig) must hold in the .config
+#                        file CONFIG (V = n: the option is absent or unset);
+#                        prints each miss on stderr, returns 1 if any
+#   tap_tally LABEL LOG RC [POINTS]
+#                        adds the "ok" / "not ok" lines of the TAP file LOG
+#                        to the totals $passed / $failed; a stage that
+#                        exited RC != 0 without a failed point, or that
+#                        printed another number of points than POINTS
+#                        (when given), counts as one more failure (a crash
+#                        is not a pass); $tally_p / $tally_f: this stage's
+PROG=${PROG:-${0##*/}}
+DIE_STATUS=${DIE_STATUS:-1}
+
+msg() { echo "$PROG: $*"; }
+die() { echo "$PROG: error: $*" >&2; exit "$DIE_STATUS"; }
+
+config_want() {
+	local config=$1 line opt val bad=0
+	shift
+	while IFS= read -r line; do
+		opt=${line%%=*} val=${line#*=}
+		if [ "$val" = n ]; then
+			grep -q "^$opt=" "$config" || continue
+		elif grep -qx "$opt=$val" "$config"; then
+			continue
+		fi
+		echo "$PROG:   $opt: wanted $val, got $(grep -E "^(# )?${opt}[= ]" "$config" || echo absent)" >&2
+		bad=1
+	done < <(awk -F= '/^CONFIG_[A-Za-z0-9_]*=/ {
+			if (!($1 in v)) o[n++] = $1
+			v[$1] = $0
+		}
+		END { for (i = 0; i < n; i++) print v[o[i]] }' "$@")
+	return "$bad"
+}
+
+# shellcheck disable=SC2034 # the totals are the caller's
+passed=${passed:-0} failed=${failed:-0} tally_p=0 tally_f=0
+# shellcheck disable=SC2034
+tap_tally() {
+	local label=$1 log=$2 rc=$3 points=${4:-0} p f
+	p=$(grep -c '^ok ' "$log") f=$(grep -c '^not ok ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "# $label exited $rc without a failed point: counted as a failure"
+		f=$((f + 1))
+	elif [ "$points" -gt 0 ] && [ "$((p + f))" -ne "$points" ]; then
+		echo "# $label printed $((p + f)) points, not $points: counted as a failure"
+		f=$((f + 1))
+	fi
+	passed=$((passed + p)) failed=$((failed + f))
+	tally_p=$p tally_f=$f
+}
