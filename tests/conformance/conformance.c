@@ -19,6 +19,12 @@
  * operation and its result.  Every unit runs in its own process, between
  * "#### unit NAME" and "#### end NAME status=S".
  *
+ * Besides the single-threaded operations, some are done by a second thread
+ * on the other CPU (cross-CPU TLB flushes on arming), some move pages
+ * between two fake NUMA nodes (the guest boots with numa=fake=2; without
+ * CONFIG_NUMA_EMU they are no-ops), and probes ksm/ksm-unmerge let ksmd
+ * merge pages (no-ops without CONFIG_KSM).
+ *
  * Runs only inside a memwatch test guest (memwatch.guest=1): it writes
  * sysfs/debugfs/procfs knobs to make the kernels comparable (see
  * guest_setup()).
@@ -27,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -46,6 +53,9 @@
 #endif
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 4U
+#endif
+#ifndef MPOL_MF_MOVE
+#define MPOL_MF_MOVE (1 << 1)
 #endif
 
 #define PS		4096UL
@@ -715,13 +725,239 @@ static int uffd_wp(char *a, size_t len, int on)
 	return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
 }
 
+
+static void put(const char *path, const char *val);
+
+/* ---- a second thread, on the other CPU ---- */
+/*
+ * The main thread runs on CPU 0 (guest_setup()); this thread is pinned to
+ * CPU 1 and writes one byte at each address it is handed, then answers.
+ * It writes only pages the main thread has just written (no fault that
+ * allocates a page on CPU 1: its LRU batch would hold the page back from
+ * a later MADV_PAGEOUT, differently on 6.1 and 6.12), so a first write
+ * only caches the translation in CPU 1's TLB; arming must then flush that
+ * TLB, else a second write goes through the cached writable entry without
+ * a fault and is never seen.  The main thread waits for each answer, so
+ * the order of events, and the output, is fixed.
+ */
+#define XMAX	16
+static struct {
+	int started, req[2], ack[2], n;
+	volatile char *at[XMAX];
+	char val;
+} xc;
+
+static void *xc_main(void *arg)
+{
+	cpu_set_t c;
+	char b;
+	int i;
+
+	(void)arg;
+	CPU_ZERO(&c);
+	CPU_SET(1, &c);
+	b = !sched_setaffinity(0, sizeof(c), &c) && sched_getcpu() == 1;
+	if (write(xc.ack[1], &b, 1) != 1)
+		_exit(4);
+	for (;;) {
+		if (read(xc.req[0], &b, 1) != 1)
+			_exit(4);
+		for (i = 0; i < xc.n; i++)
+			*xc.at[i] = xc.val;
+		b = sched_getcpu() == 1;
+		if (write(xc.ack[1], &b, 1) != 1)
+			_exit(4);
+	}
+	return NULL;
+}
+
+/* CPU 1 writes val at each of at[0..n), then returns. */
+static void xc_write(volatile char *const *at, int n, char val)
+{
+	pthread_t t;
+	char b;
+	int i;
+
+	if (!xc.started) {
+		if (pipe(xc.req) || pipe(xc.ack))
+			die("pipe");
+		errno = pthread_create(&t, NULL, xc_main, NULL);
+		if (errno)
+			die("pthread_create");
+		if (read(xc.ack[0], &b, 1) != 1 || !b)
+			die("the second thread cannot run on CPU 1");
+		xc.started = 1;
+	}
+	for (i = 0; i < n && i < XMAX; i++)
+		xc.at[i] = at[i];
+	xc.n = i;
+	xc.val = val;
+	if (write(xc.req[1], &b, 1) != 1 || read(xc.ack[0], &b, 1) != 1)
+		die("second thread");
+	if (!b)
+		die("the second thread left CPU 1");
+}
+
+/* ---- page migration between the two (fake, numa=fake=2) NUMA nodes ---- */
+static int two_nodes(void)
+{
+	return !access("/sys/devices/system/node/node1", F_OK);
+}
+
+/* The frame of the page at addr, 0 if not present. */
+static uint64_t pfn_of(uintptr_t addr)
+{
+	uint64_t e;
+
+	if (pread(pmfd, &e, 8, (off_t)(addr / PS * 8)) != 8)
+		die("pagemap read");
+	return e >> 63 ? e & ((1ULL << 55) - 1) : 0;
+}
+
+/*
+ * move_pages() of every stride'th 4 KiB page of [from, to) to the node it
+ * is not on.  Returns the syscall's result; *present and *moved count the
+ * pages present before and those whose frame changed (the guest runs as
+ * root: pagemap shows frames), so the output shows that pages really
+ * moved without showing any frame number.
+ */
+static long migrate(uintptr_t from, uintptr_t to, size_t stride, int *present, int *moved)
+{
+	static void *pages[MAXPG];
+	static int nodes[MAXPG], st[MAXPG];
+	static uint64_t pfn[MAXPG];
+	unsigned long n = 0, i;
+	long r;
+
+	for (; from < to && n < MAXPG; from += stride * PS, n++) {
+		pages[n] = (void *)from;
+		pfn[n] = pfn_of(from);
+	}
+	*present = *moved = 0;
+	if (!n)
+		return 0;
+	if (syscall(__NR_move_pages, 0, n, pages, NULL, st, 0))
+		return -1;
+	for (i = 0; i < n; i++)
+		nodes[i] = st[i] == 0 ? 1 : 0;
+	r = syscall(__NR_move_pages, 0, n, pages, nodes, st, MPOL_MF_MOVE);
+	for (i = 0; i < n; i++) {
+		uint64_t now = pfn_of((uintptr_t)pages[i]);
+
+		*present += pfn[i] != 0;
+		*moved += pfn[i] && now && now != pfn[i];
+	}
+	return r;
+}
+
+/* ---- KSM ---- */
+static long ksm_get(const char *knob)
+{
+	char p[96], buf[32] = "";
+	long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/sys/kernel/mm/ksm/%s", knob);
+	f = fopen(p, "r");
+	if (f && fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void ksm_set(const char *knob, const char *val, int must)
+{
+	char p[96];
+	int fd;
+
+	snprintf(p, sizeof(p), "/sys/kernel/mm/ksm/%s", knob);
+	fd = open(p, O_WRONLY);
+	if ((fd < 0 || write(fd, val, strlen(val)) != (ssize_t)strlen(val)) && must)
+		die("%s=%s", p, val);
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Let ksmd merge what is mergeable now, then stop it: it runs flat out
+ * until it has finished two whole passes that started after the call (the
+ * first pass only notes each page's checksum, the second merges the pages
+ * still unchanged), then stops so that nothing merges behind the
+ * scenario's back.
+ */
+static void ksm_merge(void)
+{
+	long first = ksm_get("full_scans");
+	int i;
+
+	ksm_set("smart_scan", "0", 0);		/* 6.12: scan every page every pass */
+	ksm_set("pages_to_scan", "10000", 1);
+	ksm_set("sleep_millisecs", "1", 1);
+	ksm_set("run", "1", 1);
+	for (i = 0; i < 20000 && ksm_get("full_scans") < first + 3; i++)
+		usleep(1000);
+	ksm_set("run", "0", 1);
+	if (ksm_get("full_scans") < first + 3)
+		die("ksmd made no 3 passes in 20 s");
+}
+
+/*
+ * Which pages of m share a frame: "[0-7,16-23] [8-11]" (page numbers),
+ * from the frames pagemap shows.
+ */
+static void ksm_groups(const struct map *m)
+{
+	uintptr_t b = (uintptr_t)mbase(m);
+	size_t n = npg(m), i, j;
+	static uint64_t f[MAXPG];
+	static char done[MAXPG];
+	int ng = 0;
+
+	for (i = 0; i < n; i++) {
+		f[i] = pfn_of(b + i * PS);
+		done[i] = 0;
+	}
+	printf("%d m%d sharing", stepno, (int)(m - maps));
+	for (i = 0; i < n; i++) {
+		size_t run = SIZE_MAX, cnt = 0;
+		const char *sep = "[";
+
+		if (done[i] || !f[i])
+			continue;
+		for (j = i + 1; j < n; j++)
+			cnt += f[j] == f[i];
+		if (!cnt)
+			continue;
+		for (j = i; j <= n; j++) {
+			int in = j < n && f[j] == f[i];
+
+			if (in) {
+				done[j] = 1;
+				if (run == SIZE_MAX)
+					run = j;
+			} else if (run != SIZE_MAX) {
+				if (run == j - 1)
+					printf("%s%zu", sep, run);
+				else
+					printf("%s%zu-%zu", sep, run, j - 1);
+				sep = ",";
+				run = SIZE_MAX;
+			}
+		}
+		printf("]");
+		ng++;
+	}
+	printf(ng ? "\n" : " none\n");
+}
+
 /* ---- operations ---- */
 enum op {
 	OP_WRITE, OP_READ, OP_DONTNEED, OP_REMOVE, OP_PAGEOUT, OP_COLLAPSE,
 	OP_THPADV, OP_MPROTECT, OP_MREMAP, OP_MUNMAP, OP_FORK, OP_WATCH,
 	OP_REGISTER, OP_UNREGISTER, OP_WP, OP_UNWP, OP_ARM, OP_ARM_WRITE,
 	OP_CLEAR_REFS, OP_CLOSE_UFFD, OP_NEWMAP, OP_FREE, OP_COLD, OP_MLOCK,
-	OP_PUNCH, OP_PWRITE, OP_ARM_ALL, NOP
+	OP_PUNCH, OP_PWRITE, OP_ARM_ALL, OP_XCPU, OP_MIGRATE, NOP
 };
 static const unsigned opweight[NOP] = {
 	[OP_WRITE] = 20, [OP_READ] = 10, [OP_DONTNEED] = 6, [OP_REMOVE] = 3,
@@ -731,6 +967,7 @@ static const unsigned opweight[NOP] = {
 	[OP_ARM] = 12, [OP_ARM_WRITE] = 6, [OP_CLEAR_REFS] = 3,
 	[OP_CLOSE_UFFD] = 1, [OP_NEWMAP] = 2, [OP_FREE] = 2, [OP_COLD] = 1,
 	[OP_MLOCK] = 2, [OP_PUNCH] = 2, [OP_PWRITE] = 1, [OP_ARM_ALL] = 1,
+	[OP_XCPU] = 3, [OP_MIGRATE] = 1,	/* sum 120 */
 };
 
 static const char *madv_name(int adv)
@@ -1013,6 +1250,58 @@ static void do_op(void)
 		       (int)(m - maps), p * PS);
 		break;
 	}
+	case OP_XCPU: {
+		/*
+		 * OP_ARM_WRITE with the writes done by the other CPU: the main
+		 * thread writes up to 4 pages of the range (faults, if any,
+		 * happen here), CPU 1 writes them (its TLB caches them), the
+		 * range is armed, CPU 1 writes them again: the arming must
+		 * have flushed CPU 1's TLB for those writes to be seen.
+		 */
+		volatile char *at[4];
+		char pages[64] = "";
+		size_t p, k, len;
+		int nat = 0;
+
+		for (k = 0; k < 4; k++) {
+			p = a + rn(b - a);
+			if (!(m->prot[p] & PROT_WRITE) || (m->prot[p] & P_UNMAPPED))
+				continue;
+			at[nat] = mbase(m) + p * PS + 256 + 8 * k;
+			*at[nat] = 5;
+			fill_thp(m, (uintptr_t)at[nat]);
+			len = strlen(pages);
+			snprintf(pages + len, sizeof(pages) - len, "%s0x%zx", nat ? "," : "", p * PS);
+			nat++;
+		}
+		if (!nat) {
+			printf("== %d nop\n", stepno);
+			break;
+		}
+		xc_write(at, nat, 6);
+		arm(m, a, b, (int)rn(3) == 0 ? 2 : 0, desc, sizeof(desc));
+		xc_write(at, nat, 7);
+		printf("== %d cpu1 wrote m%d+{%s} before and after arming\n", stepno,
+		       (int)(m - maps), pages);
+		break;
+	}
+	case OP_MIGRATE: {
+		/*
+		 * Move the pages of the range to the other node.  What moved
+		 * is not printed (6.1 and 6.12 may refuse different pages);
+		 * the next battery shows the state each page kept.
+		 */
+		int pr, mv;
+
+		if (!two_nodes()) {
+			printf("== %d nop\n", stepno);
+			break;
+		}
+		migrate((uintptr_t)mbase(m) + a * PS, (uintptr_t)mbase(m) + b * PS,
+			m->g / PS, &pr, &mv);
+		printf("== %d migrate %s\n", stepno, rt);
+		break;
+	}
 	case OP_CLEAR_REFS: {
 		int fd = open("/proc/self/clear_refs", O_WRONLY);
 
@@ -1150,6 +1439,227 @@ static void probe_short_battery(void)
 	pagemap(pfx, &maps[0]);
 }
 
+/* "== N arm:get-reset m0+X-Y" and the call: Wine's get+reset of [a, b) bytes */
+static void probe_get_reset(size_t a, size_t b)
+{
+	uintptr_t base = (uintptr_t)mbase(&maps[0]);
+	struct q q = { "arm:get-reset", PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, 0,
+		       WRITTEN, 0, WRITTEN, 256, 0 };
+	char pfx[32];
+
+	snprintf(pfx, sizeof(pfx), "%d m0", stepno);
+	printf("== %d arm:get-reset m0+0x%zx-0x%zx\n", stepno, a, b);
+	scan(pfx, q.name, base, base + a, base + b, &q, 1);
+}
+
+/*
+ * Cross-CPU arming, one mapping kind: three blocks, armed one after the
+ * other; before and after each arming CPU 1 writes 4 pages of the block
+ * (the main thread wrote every page first).  A block armed without a TLB
+ * flush that reaches CPU 1 shows up as a block with no WRITTEN page.
+ */
+static void probe_xcpu(int kind, int shared, size_t len)
+{
+	struct map *m = &maps[0];
+	char *b;
+	size_t blk = len / 3, r, k;
+	volatile char *at[4];
+
+	probe_common(kind, shared, 0, len);
+	b = mbase(m);
+	stepno = 1;
+	printf("== 1 write m0 -> %zu pages\n", touch(m, 0, npg(m), 1, 1));
+	probe_short_battery();
+	for (r = 0; r < 3; r++) {
+		stepno = 2 + (int)r;
+		for (k = 0; k < 4; k++)
+			at[k] = b + r * blk + k * (blk / 4) + (blk / 8 & ~(PS - 1)) + 200;
+		xc_write(at, 4, (char)(0x40 + r));
+		printf("== %d cpu1 writes 4 pages of block %zu, before and after:\n",
+		       stepno, r);
+		probe_get_reset(r * blk, (r + 1) * blk);
+		xc_write(at, 4, (char)(0x50 + r));
+		probe_short_battery();
+	}
+	stepno = 5;
+	probe_get_reset(0, len);
+}
+
+/*
+ * KSM: pages 0-7 and 16-23 hold one content, 8-11 another, the rest
+ * differ; 16-31 are armed before merging.  The merged pages are mapped
+ * read-only by KSM; arming them, then writing some (a copy-on-write break)
+ * must show exactly the written ones.  unmerge: MADV_UNMERGEABLE of armed
+ * merged pages breaks the sharing without a write.
+ */
+static void probe_ksm(int unmerge)
+{
+	struct map *m = &maps[0];
+	char *b;
+	size_t i;
+	int r, bad = 0;
+	static const size_t wr[] = { 0, 3, 9, 13, 17 };
+
+	probe_common(K_ANON, 0, 0, 32 * PS);
+	b = mbase(m);
+	if (access("/sys/kernel/mm/ksm/run", F_OK)) {
+		printf("== 1 no KSM in this kernel\n");
+		return;
+	}
+	stepno = 1;
+	for (i = 0; i < 32; i++)
+		memset(b + i * PS, i < 8 || (i >= 16 && i < 24) ? 0x5a :
+		       i < 12 ? 0xa5 : (int)(i + 1), PS);
+	printf("== 1 fill m0: 0-7,16-23 same, 8-11 same, others unique\n");
+	probe_short_battery();
+	stepno = 2;
+	probe_get_reset(16 * PS, 32 * PS);
+	stepno = 3;
+	r = madvise(b, m->len, MADV_MERGEABLE);
+	ksm_merge();
+	printf("== 3 MADV_MERGEABLE m0 -> %s, ksmd ran\n", res(r));
+	ksm_groups(m);
+	probe_short_battery();
+	stepno = 4;
+	probe_get_reset(0, m->len);
+	probe_short_battery();
+	stepno = 5;
+	if (unmerge) {
+		r = madvise(b, 12 * PS, MADV_UNMERGEABLE);
+		printf("== 5 MADV_UNMERGEABLE m0+0x0-0xc000 -> %s\n", res(r));
+		ksm_groups(m);
+		probe_short_battery();
+		return;
+	}
+	for (i = 0; i < sizeof(wr) / sizeof(wr[0]); i++)
+		b[wr[i] * PS + 100] = 0x77;
+	printf("== 5 write m0 pages 0,3,9,13,17\n");
+	ksm_groups(m);
+	probe_short_battery();
+	stepno = 6;
+	probe_get_reset(0, m->len);
+	for (i = 0; i < 32; i++) {
+		unsigned char want = i < 8 || (i >= 16 && i < 24) ? 0x5a : i < 12 ? 0xa5 : i + 1;
+		int w = i == 0 || i == 3 || i == 9 || i == 13 || i == 17;
+
+		bad += (unsigned char)b[i * PS] != want || (unsigned char)b[i * PS + PS - 1] != want ||
+		       (unsigned char)b[i * PS + 100] != (w ? 0x77 : want);
+	}
+	printf("6 m0 contents %s\n", bad ? "WRONG" : "ok");
+}
+
+/*
+ * Migration (two fake NUMA nodes): written, armed and armed-then-written
+ * pages of each kind moved to the other node keep their state; a write to
+ * an armed page after the move is seen.
+ */
+static void probe_migrate(int kind, int shared, size_t len)
+{
+	struct map *m = &maps[0];
+	char *b;
+	size_t half = len / 2, g, w2;
+	int pr, mv;
+	long r;
+
+	probe_common(kind, shared, 0, len);
+	b = mbase(m);
+	g = m->g / PS;
+	if (!two_nodes()) {
+		printf("== 1 one NUMA node (no numa=fake=2)\n");
+		return;
+	}
+	stepno = 1;
+	printf("== 1 write m0 -> %zu pages\n", touch(m, 0, npg(m), 1, 1));
+	probe_short_battery();
+	stepno = 2;
+	/* arm the first half, write its first page (granule) again */
+	probe_get_reset(0, half);
+	b[100] = 9;
+	printf("== 2 write m0+0x0\n");
+	probe_short_battery();
+	stepno = 3;
+	r = migrate((uintptr_t)b, (uintptr_t)b + len, kind == K_THP ? 512 : g, &pr, &mv);
+	printf("== 3 migrate m0 -> %s, %d of %d pages moved\n", r < 0 ? ename(errno) : "0",
+	       mv, pr);
+	probe_short_battery();
+	stepno = 4;
+	w2 = half - m->g;	/* an armed page (granule) not written yet */
+	b[w2 + 100] = 9;
+	printf("== 4 write m0+0x%zx\n", w2);
+	probe_short_battery();
+	stepno = 5;
+	r = migrate((uintptr_t)b, (uintptr_t)b + len, kind == K_THP ? 512 : g, &pr, &mv);
+	printf("== 5 migrate m0 back -> %s, %d of %d pages moved\n", r < 0 ? ename(errno) : "0",
+	       mv, pr);
+	probe_get_reset(0, len);
+	/* everything armed (a THP's second half at PMD level), moved again */
+	stepno = 6;
+	r = migrate((uintptr_t)b, (uintptr_t)b + len, kind == K_THP ? 512 : g, &pr, &mv);
+	printf("== 6 migrate m0 -> %s, %d of %d pages moved\n", r < 0 ? ename(errno) : "0",
+	       mv, pr);
+	probe_short_battery();
+	stepno = 7;
+	b[len - m->g + 100] = 9;
+	printf("== 7 write m0+0x%zx\n", len - m->g);
+	probe_short_battery();
+}
+
+/*
+ * A shmem THP (shmem_enabled=always), PMD-mapped, armed over ranges that
+ * are not 2 MiB aligned; writes inside and outside the armed part, by
+ * both CPUs.
+ */
+static void probe_shmem_thp(void)
+{
+	static const char *const knob = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+	struct map *m = &maps[0];
+	volatile char *at[2];
+	char *b;
+
+	put(knob, "always");
+	probe_common(K_MEMFD, 1, 0, 3 * HPS);
+	b = mbase(m);
+	stepno = 1;
+	printf("== 1 write m0 -> %zu pages\n", touch(m, 0, npg(m), 1, 1));
+	probe_short_battery();
+
+	stepno = 2;
+	at[0] = b + 0x6000 + 300;
+	at[1] = b + 0x100000 + 300;
+	xc_write(at, 2, 0x21);
+	probe_get_reset(0x5000, 0x9000);
+	xc_write(at, 2, 0x22);
+	b[0x7000 + 300] = 0x23;
+	b[0x20000 + 300] = 0x23;
+	printf("== 2 cpu1 wrote m0+0x6000,0x100000 before and after; cpu0 wrote m0+0x7000,0x20000\n");
+	probe_short_battery();
+
+	stepno = 3;
+	at[0] = b + 0x201000 + 300;
+	at[1] = b + 0x300000 + 300;
+	xc_write(at, 2, 0x31);
+	probe_get_reset(0x1fe000, 0x203000);
+	xc_write(at, 2, 0x32);
+	b[0x1ff000 + 300] = 0x33;
+	b[0x205000 + 300] = 0x33;
+	printf("== 3 cpu1 wrote m0+0x201000,0x300000 before and after; cpu0 wrote m0+0x1ff000,0x205000\n");
+	probe_short_battery();
+
+	/* the third THP is still PMD-mapped: armed whole, at PMD level */
+	stepno = 4;
+	at[0] = b + 0x403000 + 300;
+	xc_write(at, 1, 0x41);
+	probe_get_reset(0, m->len);
+	xc_write(at, 1, 0x42);
+	b[0x8000 + 300] = 0x43;
+	b[0x5ff000 + 300] = 0x43;
+	printf("== 4 cpu1 wrote m0+0x403000 before and after; cpu0 wrote m0+0x8000,0x5ff000\n");
+	probe_short_battery();
+	stepno = 5;
+	probe_get_reset(0, m->len);
+	put(knob, "never");
+}
+
 static int run_probe(const char *name)
 {
 	struct map *m = &maps[0];
@@ -1210,11 +1720,43 @@ static int run_probe(const char *name)
 		scan(pfx, q.name, b, b, b + m->len, &q, 0);
 		return 0;
 	}
-	return -1;
+	if (!strcmp(name, "xcpu-anon"))
+		probe_xcpu(K_ANON, 0, 48 * PS);
+	else if (!strcmp(name, "xcpu-thp"))
+		probe_xcpu(K_THP, 0, 3 * HPS);
+	else if (!strcmp(name, "xcpu-shmem"))
+		probe_xcpu(K_MEMFD, 1, 48 * PS);
+	else if (!strcmp(name, "xcpu-hugetlb"))
+		probe_xcpu(K_HUGE_ANON, 0, 3 * HPS);
+	else if (!strcmp(name, "ksm"))
+		probe_ksm(0);
+	else if (!strcmp(name, "ksm-unmerge"))
+		probe_ksm(1);
+	else if (!strcmp(name, "migrate-anon"))
+		probe_migrate(K_ANON, 0, 32 * PS);
+	else if (!strcmp(name, "migrate-thp"))
+		probe_migrate(K_THP, 0, 2 * HPS);
+	else if (!strcmp(name, "migrate-shmem"))
+		probe_migrate(K_MEMFD, 1, 32 * PS);
+	else if (!strcmp(name, "migrate-hugetlb"))
+		probe_migrate(K_HUGE_ANON, 0, 2 * HPS);
+	else if (!strcmp(name, "shmem-thp-partial"))
+		probe_shmem_thp();
+	else
+		return -1;
+	return 0;
 }
 
 static const char *const probes[] = {
 	"hugetlb-partial-start", "hugetlb-max-pages", "wp-only-filter", "bounce-refill",
+	"xcpu-anon", "xcpu-thp", "xcpu-shmem", "xcpu-hugetlb", "shmem-thp-partial",
+	/*
+	 * Not listed yet (run by name, probe:ksm ...): the test kernels lack
+	 * CONFIG_KSM and CONFIG_NUMA_EMU, so these would print the same "no
+	 * KSM" / "one NUMA node" line on both kernels and pass untested:
+	 * "ksm", "ksm-unmerge", "migrate-anon", "migrate-thp",
+	 * "migrate-shmem", "migrate-hugetlb".
+	 */
 };
 
 /* ---- guest set-up ---- */
@@ -1248,7 +1790,10 @@ static void put(const char *path, const char *val)
  *   not a reproduced one).
  * - proactive compaction would migrate pages (transient migration entries).
  * - one CPU: MADV_PAGEOUT isolates only pages that reached the LRU, and
- *   lru_add_drain() drains the local CPU's batches only.
+ *   lru_add_drain() drains the local CPU's batches only.  The second
+ *   thread (CPU 1, see xc_write()) never faults a page in.
+ * - shmem THPs off (shmem_enabled=never), but in probe shmem-thp-partial;
+ *   ksmd stopped (run=0) but inside ksm_merge().
  */
 static void guest_setup(void)
 {
@@ -1279,6 +1824,11 @@ static void guest_setup(void)
 	put(p, "madvise");
 	snprintf(p, sizeof(p), "%suse_zero_page", thp);
 	put(p, "1");
+	/* probe shmem-thp-partial alone turns it on */
+	snprintf(p, sizeof(p), "%sshmem_enabled", thp);
+	put(p, "never");
+	if (!access("/sys/kernel/mm/ksm/run", F_OK))
+		put("/sys/kernel/mm/ksm/run", "0");
 	put("/sys/kernel/debug/fault_around_bytes", "4096");
 	put("/proc/sys/vm/dirty_writeback_centisecs", "0");
 	/* syscall(): glibc's <sys/mount.h> clashes with <linux/fs.h> */

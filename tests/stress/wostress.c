@@ -9,16 +9,38 @@
  * compaction).  Writes, PAGEMAP_SCAN calls and disruptions are stamped
  * with one shared clock.  At the end each write must have been reported
  * (or consumed by a reset-only call) by a call that ended after the write
- * began and started before the end of the first whole-range harvest that
- * started after the write completed.  Data must read back intact and
- * shared files must hold what was written.  False positives are counted
- * by cause (the disruption that explains them) and reported, not failed.
+ * began, started before the end of the first whole-range harvest that
+ * started after the write completed, and saw the write land: each writer
+ * stores its own increasing sequence number into its slot of the unit, and
+ * right after each call returns the harvester reads back the slots of the
+ * units it reported.  A write whose number is above the read-back landed
+ * after the call had armed the unit (the call overlapping it cannot have
+ * seen it), so a later call must report it: without the read-back, a
+ * write that a CPU with a stale writable TLB entry made after the arm was
+ * credited to the overlapping call and its loss went unseen.  The
+ * read-back cannot tell when a disruption zeroed the unit (private memory
+ * dropped or replaced, a new shmem object) between the write and the
+ * read-back: such a call credits the write as before.  The read-back is
+ * exact for every kind: a slot is 8 aligned bytes at the start of the unit
+ * (a 4K page or a 2M hugetlb page) and the data check shows that nothing
+ * else changes it.  Data must read back intact and shared files must hold
+ * what was written.  False positives are counted by cause (the disruption
+ * that explains them) and reported, not failed.
  *
  *   wostress [--seed N] [--seconds S] [--writers N] [--quiet] [--self-test]
+ *            [--hot-thp]
+ *
+ * --hot-thp: two writers pinned to different CPUs hammer 4 pages of a
+ * PMD-mapped THP while the harvester does get+reset on the whole huge page
+ * (see hot_main()); the same oracle.
  *
  * --self-test proves the oracle can fail: it drops a region the kernel
  * reported in each of 8 harvests (on 4K memory, once writes were seen) and
- * passes only if the oracle then finds writes lost.
+ * passes only if the oracle then finds writes lost.  With --hot-thp it
+ * injects 8 writes that land after a call armed the page and that the
+ * kernel never sees (through an unregistered view of a memfd page), which
+ * the old rule credited to that call, and passes only if the read-back
+ * rule finds all 8 lost and the old rule none.
  *
  * TAP output; a failure prints the seed and the replay command.  Runs only
  * in the memwatch test guest (it compacts memory and needs the hugetlb
@@ -31,6 +53,7 @@
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -61,6 +84,8 @@
 #define NSLOT	8		/* value slots per unit; the last is the child's */
 #define LOGCAP	(1U << 23)	/* writes logged per writer (8M: ~1 h) */
 #define MAXW	(NSLOT - 1)
+#define NHOT	4		/* --hot-thp: hot pages in the THP */
+#define HOTCAP	(1U << 20)	/* --hot-thp: writes logged per writer */
 
 enum kind { K_ANON, K_THP, K_SHMEM, K_MEMFD, K_TMPFS, K_EXT4, K_HUGE_PRIV,
 	    K_HUGE_SHARED, K_NKINDS };
@@ -97,10 +122,29 @@ struct span {
 	uint64_t a, b;
 };
 
-/* One logged write: its unit and its span. */
+/* One logged write: its unit, its writer, the value it stored, its span. */
 struct wlog {
-	uint32_t unit;
+	uint32_t unit, w;
+	uint64_t seq;
 	uint64_t tb, te;
+};
+
+/*
+ * A PAGEMAP_SCAN call that reported (or reset) a unit: its span, and what
+ * the harvester read back from the unit's slots right after the ioctl
+ * returned (at clock rd).  Each writer stores its own increasing sequence
+ * number into its slot, so a write whose number is above snap[w] had not
+ * landed when the call had returned: it landed after the call armed the
+ * unit and this call cannot have reported it.
+ */
+struct rep {
+	uint64_t a, b, rd;
+	uint64_t snap[MAXW];
+};
+
+struct repv {
+	struct rep *v;
+	size_t n, cap;
 };
 
 /* A growable list of spans (per unit: reports and disruptions). */
@@ -116,8 +160,8 @@ struct slotst {
 };
 
 struct unitst {
-	struct spanv reports;	/* the calls that reported it */
-	struct spanv resets;	/* the reset-only calls that covered it */
+	struct repv reports;	/* the calls that reported it */
+	struct repv resets;	/* the reset-only calls that covered it */
 	struct spanv ops;	/* disruptions of the unit */
 	uint8_t *op_kind;	/* their kinds, ops.n of them (ops.cap) */
 	uint64_t d_begin, d_end;	/* last destructive op (clock) */
@@ -131,6 +175,11 @@ struct ctx {
 	bool self_test;
 	unsigned int dropped;		/* --self-test: regions dropped, */
 	uint64_t drop_harvest;		/* one per harvest, the last one */
+	bool hot;			/* --hot-thp */
+	uint32_t hotu[NHOT];		/* its hot units (THP lock) */
+	char *alias;			/* --self-test: unregistered view */
+	_Atomic int inj;		/* --hot-thp --self-test handshake */
+	unsigned int injected;		/* stale writes injected */
 	int uffd, pagemap;
 	struct region reg[K_NKINDS];
 	size_t nunits;
@@ -143,6 +192,7 @@ struct ctx {
 	uint64_t harvest_calls, reset_only, fp_by_op[OP_NOPS];
 	uint64_t fp_unexplained[K_NKINDS], zapped[K_NKINDS];
 	uint64_t ops_done[OP_NOPS], ops_failed[OP_NOPS];
+	uint64_t late, excused_zero;
 	unsigned int walk_errors;
 	char walk_error[256];
 };
@@ -152,7 +202,7 @@ struct writer {
 	unsigned int id;
 	uint64_t rng;
 	struct wlog *log;
-	uint32_t n;
+	uint32_t n, cap;
 	uint64_t seq;
 };
 
@@ -280,7 +330,9 @@ static int map_part(struct region *r, char *at, size_t len, size_t off)
 	return 0;
 }
 
-static void setup_region(struct ctx *c, enum kind k, uint32_t first)
+/* Region k as units first on; len 0: its usual length. */
+static void setup_region(struct ctx *c, enum kind k, uint32_t first,
+			 size_t rlen)
 {
 	static const size_t len[K_NKINDS] = {
 		2 << 20, 4 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20,
@@ -291,7 +343,7 @@ static void setup_region(struct ctx *c, enum kind k, uint32_t first)
 	char path[64];
 
 	r->kind = k;
-	r->len = len[k];
+	r->len = rlen ? rlen : len[k];
 	r->huge = k == K_HUGE_PRIV || k == K_HUGE_SHARED;
 	r->unit = r->huge ? HPSZ : PSZ;
 	r->nunits = r->len / r->unit;
@@ -354,7 +406,7 @@ static void *writer_main(void *arg)
 	struct writer *w = arg;
 	struct ctx *c = w->c;
 
-	while (!atomic_load(&c->stop) && w->n < LOGCAP) {
+	while (!atomic_load(&c->stop) && w->n < w->cap) {
 		uint32_t g = rndn(&w->rng, c->nunits);
 		struct slotst *s = &c->u[g].slot[w->id];
 		size_t i;
@@ -367,7 +419,7 @@ static void *writer_main(void *arg)
 			++w->seq;
 		te = tick(c);
 		pthread_rwlock_unlock(&r->lock);
-		w->log[w->n++] = (struct wlog){ g, tb, te };
+		w->log[w->n++] = (struct wlog){ g, w->id, w->seq, tb, te };
 		*s = (struct slotst){ w->seq, tb, te };
 	}
 	return NULL;
@@ -383,10 +435,24 @@ static void record(struct ctx *c, struct region *r, size_t a, size_t b,
 {
 	for (size_t i = a; i < b; i++) {
 		struct unitst *u = &c->u[r->first + i];
-		struct spanv *v = reset_only ? &u->resets : &u->reports;
+		struct repv *v = reset_only ? &u->resets : &u->reports;
+		const volatile uint64_t *slot =
+			(const volatile uint64_t *)(r->base + i * r->unit);
+		struct rep *e;
 
-		if (!v->n || v->v[v->n - 1].a != c0)
-			push(v, c0, c1);
+		if (v->n && v->v[v->n - 1].a == c0)
+			continue;
+		if (v->n == v->cap) {
+			v->cap = v->cap ? 2 * v->cap : 8;
+			v->v = xrealloc(v->v, v->cap * sizeof(*v->v));
+		}
+		e = &v->v[v->n++];
+		e->a = c0;
+		e->b = c1;
+		/* The read-back: after the ioctl returned, r->lock held. */
+		for (unsigned int w = 0; w < c->nwriters; w++)
+			e->snap[w] = slot[w];
+		e->rd = tick(c);
 	}
 }
 
@@ -403,8 +469,40 @@ static void walk_error(struct ctx *c, const char *fmt, ...)
 	}
 }
 
-/* One get+reset of region r in chunks, as Wine does; r->lock held. */
-static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
+/*
+ * --hot-thp --self-test: writer 0 stages a write that the kernel never
+ * sees, as a CPU with a stale TLB entry would make it: it takes its clock
+ * stamp while the harvest call that reports the cold page is still open
+ * (so the old rule credited it to that call), and stores through an
+ * unregistered view of the page once the call returned and the harvester
+ * read the page back.  The states of c->inj:
+ */
+enum { INJ_IDLE, INJ_PREP, INJ_READY, INJ_GO, INJ_STAMPED, INJ_LAND };
+
+static bool inj_wait(struct ctx *c, int state)
+{
+	time_t t = time(NULL) + 10;
+
+	while (atomic_load(&c->inj) != state) {
+		if (atomic_load(&c->stop))
+			return false;
+		if (time(NULL) > t) {
+			printf("# self-test: no handshake (state %d, waiting for %d)\n",
+			       atomic_load(&c->inj), state);
+			return false;
+		}
+		sched_yield();
+	}
+	return true;
+}
+
+/*
+ * One get+reset of region r in chunks, as Wine does; r->lock held.
+ * whole: in one call (vec_len 64, no max_pages), so that a huge pmd is
+ * armed whole instead of split.
+ */
+static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
+			   bool whole)
 {
 	struct page_region vec[64];
 	uintptr_t base = (uintptr_t)r->base, end = base + r->len;
@@ -413,11 +511,14 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
 
 	while (pos < end) {
 		unsigned long vlen = 1 + rndn(rng, 64), maxp = 0, pages = 0;
+		bool inj = false;
 		struct pm_scan_arg a;
 		uint64_t c0, c1;
 		long n;
 
-		if (rndn(rng, 2))
+		if (whole)
+			vlen = 64;
+		else if (rndn(rng, 2))
 			maxp = r->huge ? 512 * (1 + rndn(rng, 2)) :
 					 1 + rndn(rng, 40);
 		a = (struct pm_scan_arg){
@@ -431,6 +532,14 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
 		};
 		c0 = tick(c);
 		n = ioctl(c->pagemap, PAGEMAP_SCAN, &a);
+		if (c->alias && r->kind == K_MEMFD &&
+		    atomic_load(&c->inj) == INJ_READY) {
+			/* Writer 0 stamps its write before c1. */
+			atomic_store(&c->inj, INJ_GO);
+			inj = inj_wait(c, INJ_STAMPED) ||
+			      !atomic_compare_exchange_strong(&c->inj,
+						&(int){ INJ_GO }, INJ_IDLE);
+		}
 		c1 = tick(c);
 		c->harvest_calls++;
 		if (n < 0) {
@@ -470,7 +579,8 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
 			 * in flight or false positives, whose loss the oracle
 			 * rightly does not count.
 			 */
-			if (c->self_test && c->dropped < 8 && !r->huge &&
+			if (c->self_test && !c->hot && c->dropped < 8 &&
+			    !r->huge &&
 			    c->harvests > 20 &&
 			    c->drop_harvest != c->harvests) {
 				c->dropped++;
@@ -480,6 +590,8 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng)
 			record(c, r, (e->start - base) / r->unit,
 			       (e->end - base) / r->unit, c0, c1, false);
 		}
+		if (inj)	/* read back: now the store may land */
+			atomic_store(&c->inj, INJ_LAND);
 		if (maxp && pages > maxp)
 			walk_error(c, "%s: %lu pages reported, max_pages %lu",
 				   kind_name[r->kind], pages, maxp);
@@ -536,7 +648,7 @@ static void harvest(struct ctx *c, uint64_t *rng)
 			struct region *r = &c->reg[k];
 
 			pthread_rwlock_rdlock(&r->lock);
-			harvest_region(c, r, rng);
+			harvest_region(c, r, rng, false);
 			pthread_rwlock_unlock(&r->lock);
 		}
 		push(&c->full, t0, tick(c));
@@ -734,22 +846,6 @@ static bool zapped_in(const struct ctx *c, uint32_t g, uint64_t from,
 	return false;
 }
 
-/* The first span of v (ordered) that ends after t, or v->n. */
-static size_t first_ending_after(const struct spanv *v, uint64_t t)
-{
-	size_t l = 0, h = v->n;
-
-	while (l < h) {
-		size_t m = l + (h - l) / 2;
-
-		if (v->v[m].b <= t)
-			l = m + 1;
-		else
-			h = m;
-	}
-	return l;
-}
-
 /*
  * A write completed at te must be reported no later than by the first
  * whole-range harvest that started after te: the end of that harvest.
@@ -769,6 +865,132 @@ static uint64_t deadline(const struct ctx *c, uint64_t te)
 	return l < c->full.n ? c->full.v[l].b : UINT64_MAX;
 }
 
+/*
+ * Did a disruption zero unit g (private memory dropped or replaced, a new
+ * shmem object) after a write began at from and before the read-back at
+ * to?  Then the read-back cannot tell whether the write had landed.
+ */
+static bool zeroed_in(const struct ctx *c, uint32_t g, uint64_t from,
+		      uint64_t to)
+{
+	const struct unitst *u = &c->u[g];
+	size_t idx;
+	const struct region *r = unit_region((struct ctx *)c, g, &idx);
+
+	for (size_t j = 0; j < u->ops.n; j++)
+		if (((u->op_kind[j] == OP_DONTNEED && r->priv) ||
+		     (u->op_kind[j] == OP_REMAP &&
+		      (r->priv || r->kind == K_SHMEM))) &&
+		    u->ops.v[j].b > from && u->ops.v[j].a < to)
+			return true;
+	return false;
+}
+
+/* The first entry of v (ordered) that ends after t, or v->n. */
+static size_t first_rep_ending_after(const struct repv *v, uint64_t t)
+{
+	size_t l = 0, h = v->n;
+
+	while (l < h) {
+		size_t m = l + (h - l) / 2;
+
+		if (v->v[m].b <= t)
+			l = m + 1;
+		else
+			h = m;
+	}
+	return l;
+}
+
+/*
+ * Which calls of v account for write l, whose deadline is d?  old: one
+ * that ended after the write began and started before d (the old rule,
+ * which credits a write to an overlapping call even when it landed after
+ * the call armed the unit).  Returns whether one of them also had the
+ * write in its read-back (or a zeroing disruption hides it): a write that
+ * landed after a call armed the unit must be reported by a later one.
+ */
+static bool credited(struct ctx *c, const struct repv *v,
+		     const struct wlog *l, uint64_t d, bool *old)
+{
+	for (size_t k = first_rep_ending_after(v, l->tb);
+	     k < v->n && v->v[k].a < d; k++) {
+		const struct rep *p = &v->v[k];
+
+		*old = true;
+		if (p->snap[l->w] >= l->seq)
+			return true;
+		if (zeroed_in(c, l->unit, l->tb, p->rd)) {
+			c->excused_zero++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The loss check.  A write must have been reported (or consumed by a
+ * reset-only call) by a call that ended after the write began, started
+ * before the end of the first whole-range harvest that started after the
+ * write completed, and read the write back from the unit after it
+ * returned.  Returns the writes lost; *lost_old: those the old rule (no
+ * read-back) finds lost.
+ */
+static uint64_t check_writes(struct ctx *c, const struct wlog *all,
+			     uint64_t writes, uint64_t *lost_old)
+{
+	uint64_t lost = 0;
+
+	*lost_old = 0;
+	for (uint64_t i = 0; i < writes; i++) {
+		const struct wlog *l = &all[i];
+		const struct unitst *u = &c->u[l->unit];
+		uint64_t d = deadline(c, l->te);
+		bool old = false, ok;
+		size_t idx;
+		struct region *r;
+
+		ok = credited(c, &u->resets, l, d, &old) ||
+		     credited(c, &u->reports, l, d, &old);
+		if (ok && old) {
+			/* credited, but maybe not by the first candidate */
+			const struct repv *v = &u->reports;
+			size_t k = first_rep_ending_after(v, l->tb);
+
+			if (k < v->n && v->v[k].a < d &&
+			    v->v[k].snap[l->w] < l->seq)
+				c->late++;
+		}
+		if (ok)
+			continue;
+		r = unit_region(c, l->unit, &idx);
+		if (r->huge && zapped_in(c, l->unit, l->tb, d)) {
+			c->zapped[r->kind]++;
+			continue;
+		}
+		if (!old)
+			(*lost_old)++;
+		if (lost++ < 10) {
+			const struct repv *v = &u->reports;
+			size_t k = first_rep_ending_after(v, l->tb);
+
+			printf("# LOST: %s unit %zu: writer %u stored %" PRIu64 " at [%" PRIu64 ", %" PRIu64 "], deadline %" PRIu64 "; ",
+			       kind_name[r->kind], idx, l->w, l->seq, l->tb,
+			       l->te, d);
+			if (k == v->n)
+				printf("no report after it\n");
+			else
+				printf("next report [%" PRIu64 ", %" PRIu64 "] read back %" PRIu64 " at %" PRIu64 "%s\n",
+				       v->v[k].a, v->v[k].b,
+				       v->v[k].snap[l->w], v->v[k].rd,
+				       v->v[k].a < d ?
+				       " (the old rule credited it)" : "");
+			print_ops(c, l->unit, l->tb, d);
+		}
+	}
+	return lost;
+}
+
 static int cmp_wlog(const void *a, const void *b)
 {
 	const struct wlog *x = a, *y = b;
@@ -776,6 +998,296 @@ static int cmp_wlog(const void *a, const void *b)
 	if (x->unit != y->unit)
 		return (x->unit > y->unit) - (x->unit < y->unit);
 	return (x->tb > y->tb) - (x->tb < y->tb);
+}
+
+/* Every writer's log in one array, ordered by unit and start. */
+static struct wlog *gather_writes(struct ctx *c, const struct writer *w,
+				  uint64_t *nwrites)
+{
+	uint64_t writes = 0;
+	struct wlog *all;
+
+	for (unsigned int i = 0; i < c->nwriters; i++) {
+		writes += w[i].n;
+		if (w[i].n == w[i].cap)
+			printf("# writer %u filled its log (%u writes) and stopped early\n",
+			       i, w[i].cap);
+	}
+	all = malloc((writes ? writes : 1) * sizeof(*all));
+	if (!all)
+		die(c, "malloc");
+	writes = 0;
+	for (unsigned int i = 0; i < c->nwriters; i++) {
+		memcpy(all + writes, w[i].log, w[i].n * sizeof(*all));
+		writes += w[i].n;
+	}
+	qsort(all, writes, sizeof(*all), cmp_wlog);
+	*nwrites = writes;
+	return all;
+}
+
+/*
+ * --hot-thp: two writers pinned to different CPUs hammer NHOT 4K pages
+ * of a PMD-mapped THP while the harvester does get+reset on the whole
+ * huge page.  Each round maps a fresh THP (MAP_FIXED over the last one,
+ * the writers held off), faults it in by a write, checks with a non-arming
+ * PAGEMAP_SCAN that it is PMD-mapped (PAGE_IS_HUGE over the whole 2M:
+ * nothing splits an unarmed written pmd before the first harvest arms it),
+ * then harvests it 2 to 4 times, the last time with the writers held off.
+ * The first harvest arms the huge pmd; a write after it must fault (the
+ * fault splits the pmd) and be reported by a later harvest: the read-back
+ * rule finds a write that landed after the arm and was never reported,
+ * which a CPU keeping a stale writable TLB entry for the huge page makes.
+ * With --self-test a memfd page (the cold page) is harvested too and
+ * writer 0 injects such writes there (see INJ_*).
+ */
+static void pin_cpu(unsigned int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		printf("Bail out! sched_setaffinity(%u): %s\n", cpu,
+		       strerror(errno));
+		exit(1);
+	}
+}
+
+static void hot_log(struct writer *w, uint32_t g, uint64_t seq, uint64_t tb,
+		    uint64_t te)
+{
+	w->log[w->n++] = (struct wlog){ g, w->id, seq, tb, te };
+}
+
+static void *hot_writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct ctx *c = w->c;
+	struct region *r = &c->reg[K_THP], *cold = &c->reg[K_MEMFD];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	pin_cpu(w->id % (ncpu > 0 ? ncpu : 1));
+	while (!atomic_load(&c->stop) && w->n < w->cap) {
+		int st = c->alias && !w->id ? atomic_load(&c->inj) : INJ_IDLE;
+		uint64_t tb, te, seq;
+		size_t i;
+
+		if (st == INJ_PREP) {
+			/* a real write, so that the next harvest reports it */
+			pthread_rwlock_rdlock(&cold->lock);
+			tb = tick(c);
+			*(volatile uint64_t *)(cold->base + 8 * w->id) =
+				++w->seq;
+			te = tick(c);
+			pthread_rwlock_unlock(&cold->lock);
+			hot_log(w, cold->first, w->seq, tb, te);
+			atomic_store(&c->inj, INJ_READY);
+			continue;
+		}
+		if (st == INJ_GO) {
+			tb = tick(c);
+			seq = ++w->seq;
+			if (!atomic_compare_exchange_strong(&c->inj,
+						&(int){ INJ_GO }, INJ_STAMPED))
+				continue;	/* the harvester gave up */
+			if (!inj_wait(c, INJ_LAND))
+				break;
+			/* the kernel never sees this one */
+			*(volatile uint64_t *)(c->alias + 8 * w->id) = seq;
+			te = tick(c);
+			hot_log(w, cold->first, seq, tb, te);
+			c->injected++;
+			atomic_store(&c->inj, INJ_IDLE);
+			continue;
+		}
+		pthread_rwlock_rdlock(&r->lock);
+		i = c->hotu[rndn(&w->rng, NHOT)];
+		tb = tick(c);
+		*(volatile uint64_t *)(r->base + i * PSZ + 8 * w->id) =
+			++w->seq;
+		te = tick(c);
+		pthread_rwlock_unlock(&r->lock);
+		hot_log(w, r->first + i, w->seq, tb, te);
+	}
+	atomic_store(&c->stop, true);	/* the log is full: end the run */
+	return NULL;
+}
+
+/* Is [p, p + 2M) one present huge pmd?  (Does not arm anything.) */
+static bool pmd_mapped(struct ctx *c, char *p)
+{
+	struct page_region v[4];
+	struct pm_scan_arg a = {
+		.size = sizeof(a),
+		.start = (uintptr_t)p, .end = (uintptr_t)p + HPSZ,
+		.vec = (uintptr_t)v, .vec_len = 4,
+		.category_anyof_mask = PAGE_IS_PRESENT,
+		.return_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE,
+	};
+	long n = ioctl(c->pagemap, PAGEMAP_SCAN, &a);
+
+	return n == 1 && v[0].start == a.start && v[0].end == a.end &&
+	       v[0].categories == (PAGE_IS_PRESENT | PAGE_IS_HUGE);
+}
+
+/* A whole-range harvest of the THP (and the cold page); r->lock held. */
+static void hot_harvest(struct ctx *c, uint64_t *rng)
+{
+	struct region *cold = &c->reg[K_MEMFD];
+	uint64_t t0 = tick(c);
+
+	c->harvests++;
+	harvest_region(c, &c->reg[K_THP], rng, true);
+	if (cold->nunits) {
+		pthread_rwlock_rdlock(&cold->lock);
+		harvest_region(c, cold, rng, true);
+		pthread_rwlock_unlock(&cold->lock);
+	}
+	push(&c->full, t0, tick(c));
+}
+
+static int hot_main(struct ctx *c, const char *argv0)
+{
+	struct region *r = &c->reg[K_THP];
+	struct writer w[MAXW];
+	pthread_t wt[MAXW];
+	uint64_t rng = c->seed, writes = 0, lost, lost_old;
+	uint64_t rounds = 0, pmd_rounds = 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct wlog *all;
+	time_t t_start = time(NULL), t_end, t_ran;
+	bool ok;
+
+	printf("TAP version 13\n1..%d\n", c->self_test ? 2 : 3);
+	printf("# seed %" PRIu64 "; replay: %s --hot-thp --seed %" PRIu64 " --seconds %u --writers %u%s\n",
+	       c->seed, argv0, c->seed, c->seconds, c->nwriters,
+	       c->self_test ? " --self-test" : "");
+	if (ncpu < 2)
+		printf("# only %ld CPU: the writers share it\n", ncpu);
+	setup_region(c, K_THP, 0, HPSZ);
+	c->nunits = r->nunits;
+	if (c->self_test) {
+		struct region *cold = &c->reg[K_MEMFD];
+
+		setup_region(c, K_MEMFD, c->nunits, PSZ);
+		c->nunits += cold->nunits;
+		c->alias = mmap(NULL, PSZ, PROT_READ | PROT_WRITE, MAP_SHARED,
+				cold->fd, 0);
+		if (c->alias == MAP_FAILED)
+			die(c, "alias");
+	}
+	c->u = calloc(c->nunits, sizeof(*c->u));
+	if (!c->u)
+		die(c, "calloc");
+	for (int j = 0; j < NHOT; j++)
+		c->hotu[j] = j;
+	for (unsigned int i = 0; i < c->nwriters; i++) {
+		w[i] = (struct writer){ .c = c, .id = i, .rng = rnd(&rng),
+					.cap = HOTCAP };
+		w[i].log = malloc(HOTCAP * sizeof(*w[i].log));
+		if (!w[i].log ||
+		    pthread_create(&wt[i], NULL, hot_writer_main, &w[i]))
+			die(c, "writer");
+	}
+	t_end = t_start + c->seconds;
+	/*
+	 * The self-test goes on until it injected 8, and every run until
+	 * it made 4 rounds (a loaded host): 4 times as long at most.
+	 */
+	while ((time(NULL) < t_end ||
+		((rounds < 4 || (c->alias && c->injected < 8)) &&
+		 time(NULL) < t_end + 3 * (time_t)c->seconds)) &&
+	       !atomic_load(&c->stop)) {
+		unsigned int nh = 2 + rndn(&rng, 3);
+		uint64_t t0;
+
+		/* The last harvest of a round and the new THP: writers off. */
+		pthread_rwlock_wrlock(&r->lock);
+		if (rounds)
+			hot_harvest(c, &rng);
+		t0 = tick(c);
+		if (map_part(r, r->base, r->len, 0) ||
+		    uffd_wp_register(c, r->base, r->len))
+			die(c, "a fresh THP");
+		note_op(c, r, 0, r->nunits, OP_REMAP, true, t0);
+		for (int j = 0; j < NHOT; j++) {
+			uint32_t u;
+			bool dup;
+
+			do {
+				u = rndn(&rng, r->nunits);
+				dup = false;
+				for (int k = 0; k < j; k++)
+					dup |= c->hotu[k] == u;
+			} while (dup);
+			c->hotu[j] = u;
+		}
+		*(volatile char *)(r->base + 8 * MAXW) = 1;	/* fault it in */
+		if (!pmd_mapped(c, r->base))
+			madvise(r->base, r->len, MADV_COLLAPSE);
+		pthread_rwlock_unlock(&r->lock);
+		rounds++;
+		if (c->alias && c->injected < 8) {
+			atomic_store(&c->inj, INJ_PREP);
+			if (!inj_wait(c, INJ_READY))
+				atomic_store(&c->inj, INJ_IDLE);
+		}
+		for (unsigned int h = 0; h + 1 < nh; h++) {
+			usleep(200 + rndn(&rng, 2000));
+			pthread_rwlock_rdlock(&r->lock);
+			if (!h)
+				pmd_rounds += pmd_mapped(c, r->base);
+			hot_harvest(c, &rng);
+			pthread_rwlock_unlock(&r->lock);
+			/* the injected store lands before the next harvest */
+			if (!h && c->alias && atomic_load(&c->inj) != INJ_IDLE &&
+			    !inj_wait(c, INJ_IDLE))
+				atomic_store(&c->inj, INJ_IDLE);
+		}
+		usleep(200 + rndn(&rng, 2000));
+	}
+	atomic_store(&c->stop, true);
+	for (unsigned int i = 0; i < c->nwriters; i++)
+		pthread_join(wt[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		pthread_rwlock_rdlock(&r->lock);
+		hot_harvest(c, &rng);
+		pthread_rwlock_unlock(&r->lock);
+	}
+	t_ran = time(NULL) - t_start;
+
+	all = gather_writes(c, w, &writes);
+	lost = check_writes(c, all, writes, &lost_old);
+	printf("# %" PRIu64 " rounds, the THP PMD-mapped at the first harvest in %" PRIu64 "; %u harvests (%" PRIu64 " PAGEMAP_SCAN calls); %" PRIu64 " writes by %u writers in %u s\n",
+	       rounds, pmd_rounds, c->harvests, c->harvest_calls, writes,
+	       c->nwriters, (unsigned int)t_ran);
+	printf("# %" PRIu64 " writes landed after the arm of a call they overlapped and were reported later; the old rule (no read-back) finds %" PRIu64 " lost\n",
+	       c->late, lost_old);
+	if (c->walk_errors)
+		printf("# %u walk errors, the first: %s\n", c->walk_errors,
+		       c->walk_error);
+	if (c->self_test) {
+		ok = c->injected && lost >= c->injected && !lost_old;
+		printf("%s 1 self-test: %u stale writes injected, the read-back rule finds %" PRIu64 " lost, the old rule %" PRIu64 "\n",
+		       ok ? "ok" : "not ok", c->injected, lost, lost_old);
+		printf("%s 2 self-test: nothing else wrong (walk %u)\n",
+		       c->walk_errors ? "not ok" : "ok", c->walk_errors);
+		return ok && !c->walk_errors ? 0 : 1;
+	}
+	ok = rounds >= 4 && pmd_rounds * 2 >= rounds;
+	printf("%s 1 the THP was PMD-mapped when the first harvest armed it (%" PRIu64 " of %" PRIu64 " rounds)\n",
+	       ok ? "ok" : "not ok", pmd_rounds, rounds);
+	printf("%s 2 no write lost (%" PRIu64 " lost of %" PRIu64 ")\n",
+	       lost ? "not ok" : "ok", lost, writes);
+	printf("%s 3 every PAGEMAP_SCAN answer well-formed\n",
+	       c->walk_errors ? "not ok" : "ok");
+	if (!ok || lost || c->walk_errors || !writes) {
+		printf("# FAILED: seed %" PRIu64 "; replay: %s --hot-thp --seed %" PRIu64 " --seconds %u --writers %u\n",
+		       c->seed, argv0, c->seed, c->seconds, c->nwriters);
+		return 1;
+	}
+	return 0;
 }
 
 static bool in_guest(void)
@@ -798,7 +1310,8 @@ int main(int argc, char **argv)
 		.api = UFFD_API,
 		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
 	};
-	uint64_t rng, writes = 0, lost = 0, bad_data = 0, bad_file = 0;
+	uint64_t rng, writes = 0, lost = 0, lost_old, bad_data = 0;
+	uint64_t bad_file = 0;
 	struct wlog *all;
 	int dfd[K_NKINDS];
 	void *dbuf;
@@ -820,8 +1333,10 @@ int main(int argc, char **argv)
 			c->quiet = true;
 		else if (!strcmp(argv[i], "--self-test"))
 			c->self_test = true;
+		else if (!strcmp(argv[i], "--hot-thp"))
+			c->hot = true;
 		else {
-			fprintf(stderr, "usage: %s [--seed N] [--seconds S] [--writers N (1..%d)] [--quiet] [--self-test]\n",
+			fprintf(stderr, "usage: %s [--seed N] [--seconds S] [--writers N (1..%d)] [--quiet] [--self-test] [--hot-thp]\n",
 				argv[0], MAXW);
 			return 2;
 		}
@@ -835,19 +1350,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..%d\n", c->self_test ? 2 : 4);
-	printf("# seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --seconds %u --writers %u\n",
-	       c->seed, argv[0], c->seed, c->seconds, c->nwriters);
-	rng = c->seed;
-
 	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
 		die(c, "userfaultfd with WP_ASYNC");
 	c->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (c->pagemap < 0)
 		die(c, "pagemap");
+	if (c->hot)
+		return hot_main(c, argv[0]);
+	printf("TAP version 13\n1..%d\n", c->self_test ? 2 : 4);
+	printf("# seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --seconds %u --writers %u\n",
+	       c->seed, argv[0], c->seed, c->seconds, c->nwriters);
+	rng = c->seed;
 	for (int k = 0; k < K_NKINDS; k++) {
-		setup_region(c, k, g);
+		setup_region(c, k, g, 0);
 		g += c->reg[k].nunits;
 	}
 	c->nunits = g;
@@ -856,7 +1372,8 @@ int main(int argc, char **argv)
 		die(c, "calloc");
 
 	for (unsigned int i = 0; i < c->nwriters; i++) {
-		w[i] = (struct writer){ .c = c, .id = i, .rng = rnd(&rng) };
+		w[i] = (struct writer){ .c = c, .id = i, .rng = rnd(&rng),
+					.cap = LOGCAP };
 		w[i].log = malloc(LOGCAP * sizeof(*w[i].log));
 		if (!w[i].log || pthread_create(&wt[i], NULL, writer_main, &w[i]))
 			die(c, "writer");
@@ -888,54 +1405,13 @@ int main(int argc, char **argv)
 
 		c->harvests++;
 		for (int k = 0; k < K_NKINDS; k++)
-			harvest_region(c, &c->reg[k], &rng);
+			harvest_region(c, &c->reg[k], &rng, false);
 		push(&c->full, t0, tick(c));
 	}
 
 	/* The oracle. */
-	for (unsigned int i = 0; i < c->nwriters; i++) {
-		writes += w[i].n;
-		if (w[i].n == LOGCAP)
-			printf("# writer %u filled its log (%u writes) and stopped early\n",
-			       i, LOGCAP);
-	}
-	all = malloc((writes ? writes : 1) * sizeof(*all));
-	if (!all)
-		die(c, "malloc");
-	writes = 0;
-	for (unsigned int i = 0; i < c->nwriters; i++) {
-		memcpy(all + writes, w[i].log, w[i].n * sizeof(*all));
-		writes += w[i].n;
-	}
-	qsort(all, writes, sizeof(*all), cmp_wlog);
-	for (uint64_t i = 0; i < writes; i++) {
-		struct wlog *l = &all[i];
-		const struct spanv *rep = &c->u[l->unit].reports;
-		const struct spanv *rst = &c->u[l->unit].resets;
-		size_t k = first_ending_after(rep, l->tb);
-		size_t kr = first_ending_after(rst, l->tb);
-		uint64_t d = deadline(c, l->te);
-
-		if (kr < rst->n && rst->v[kr].a < d)
-			continue;	/* consumed by a reset-only call */
-		if (k == rep->n || rep->v[k].a >= d) {
-			size_t idx;
-			struct region *r = unit_region(c, l->unit, &idx);
-
-			if (r->huge && zapped_in(c, l->unit, l->tb, d)) {
-				c->zapped[r->kind]++;
-				continue;
-			}
-
-			if (lost++ < 10)
-				printf("# LOST: %s unit %zu written at [%" PRIu64 ", %" PRIu64 "], next report of the unit %s%" PRIu64 ", deadline %" PRIu64 "\n",
-				       kind_name[r->kind], idx, l->tb, l->te,
-				       k == rep->n ? "none " : "at ",
-				       k == rep->n ? 0 : rep->v[k].a, d);
-			if (lost <= 10)
-				print_ops(c, l->unit, l->tb, d);
-		}
-	}
+	all = gather_writes(c, w, &writes);
+	lost = check_writes(c, all, writes, &lost_old);
 	/*
 	 * False positives: a report that no write and no disruption of the
 	 * unit since the previous report explains.  A write explains report
@@ -951,7 +1427,7 @@ int main(int argc, char **argv)
 		while (wi < writes && all[wi].unit < gi)
 			wi++;
 		for (size_t k = 0; k < u->reports.n; k++) {
-			const struct span *rp = &u->reports.v[k];
+			const struct rep *rp = &u->reports.v[k];
 			bool explained;
 
 			/* the latest completion of a write begun before R ended */
@@ -1037,6 +1513,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k < K_NKINDS; k++)
 		printf("# %-16s %6" PRIu64 " false positives without a cause, %4" PRIu64 " writes zapped before a harvest\n",
 		       kind_name[k], c->fp_unexplained[k], c->zapped[k]);
+	printf("# %" PRIu64 " writes landed after the arm of a call they overlapped and were reported later (%" PRIu64 " read-backs blurred by a zeroing disruption); the old rule (no read-back) finds %" PRIu64 " lost\n",
+	       c->late, c->excused_zero, lost_old);
 	if (c->walk_errors)
 		printf("# %u walk errors, the first: %s\n", c->walk_errors,
 		       c->walk_error);
