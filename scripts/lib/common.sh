@@ -17,8 +17,10 @@
 #                        to the totals $passed / $failed; a stage that
 #                        exited RC != 0 without a failed point, or that
 #                        printed another number of points than POINTS
-#                        (when given), counts as one more failure (a crash
-#                        is not a pass); $tally_p / $tally_f: this stage's
+#                        (when given; else than its one plan line "1..N",
+#                        if it printed one), or that printed no point at
+#                        all, counts as one more failure (a crash is not a
+#                        pass); $tally_p / $tally_f: this stage's
 PROG=${PROG:-${0##*/}}
 DIE_STATUS=${DIE_STATUS:-1}
 
@@ -26,8 +28,11 @@ msg() { echo "$PROG: $*"; }
 die() { echo "$PROG: error: $*" >&2; exit "$DIE_STATUS"; }
 
 config_want() {
-	local config=$1 line opt val bad=0
+	local config=$1 f line opt val bad=0
 	shift
+	for f in "$config" "$@"; do
+		[ -r "$f" ] || { echo "$PROG:   cannot read $f" >&2; return 1; }
+	done
 	while IFS= read -r line; do
 		opt=${line%%=*} val=${line#*=}
 		if [ "$val" = n ]; then
@@ -51,7 +56,13 @@ passed=${passed:-0} failed=${failed:-0} tally_p=0 tally_f=0
 tap_tally() {
 	local label=$1 log=$2 rc=$3 points=${4:-0} p f
 	p=$(grep -c '^ok ' "$log") f=$(grep -c '^not ok ' "$log")
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+	if [ "$points" -eq 0 ] && [ "$(grep -cE '^1\.\.[0-9]+$' "$log")" -eq 1 ]; then
+		points=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log")
+	fi
+	if [ "$((p + f))" -eq 0 ]; then
+		echo "# $label printed no test point: counted as a failure"
+		f=1
+	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "# $label exited $rc without a failed point: counted as a failure"
 		f=$((f + 1))
 	elif [ "$points" -gt 0 ] && [ "$((p + f))" -ne "$points" ]; then
