@@ -21,9 +21,9 @@
  *
  * Besides the single-threaded operations, some are done by a second thread
  * on the other CPU (cross-CPU TLB flushes on arming), some move pages
- * between two fake NUMA nodes (the guest boots with numa=fake=2; without
- * CONFIG_NUMA_EMU they are no-ops), and probes ksm/ksm-unmerge let ksmd
- * merge pages (no-ops without CONFIG_KSM).
+ * between two fake NUMA nodes (the guest boots with numa=fake=2, which
+ * needs CONFIG_NUMA_EMU), and probes ksm/ksm-unmerge let ksmd merge pages
+ * (CONFIG_KSM).  The probes fail on a kernel without them.
  *
  * Runs only inside a memwatch test guest (memwatch.guest=1): it writes
  * sysfs/debugfs/procfs knobs to make the kernels comparable (see
@@ -1490,27 +1490,32 @@ static void probe_xcpu(int kind, int shared, size_t len)
  * differ; 16-31 are armed before merging.  The merged pages are mapped
  * read-only by KSM; arming them, then writing some (a copy-on-write break)
  * must show exactly the written ones.  unmerge: MADV_UNMERGEABLE of armed
- * merged pages breaks the sharing without a write.
+ * merged pages breaks the sharing without a write.  clear_refs first: the
+ * soft-dirty bits are then the pages' own (the fill's writes), which a
+ * merge must keep.
  */
 static void probe_ksm(int unmerge)
 {
 	struct map *m = &maps[0];
 	char *b;
 	size_t i;
-	int r, bad = 0;
+	int r, fd, bad = 0;
 	static const size_t wr[] = { 0, 3, 9, 13, 17 };
 
 	probe_common(K_ANON, 0, 0, 32 * PS);
 	b = mbase(m);
-	if (access("/sys/kernel/mm/ksm/run", F_OK)) {
-		printf("== 1 no KSM in this kernel\n");
-		return;
-	}
+	if (access("/sys/kernel/mm/ksm/run", F_OK))
+		die("no KSM in this kernel (CONFIG_KSM): the probe would test nothing");
 	stepno = 1;
+	/* soft-dirty from here on is per page: the fill sets it, merging must keep it */
+	fd = open("/proc/self/clear_refs", O_WRONLY);
+	if (fd < 0 || write(fd, "4", 1) != 1)
+		die("clear_refs 4");
+	close(fd);
 	for (i = 0; i < 32; i++)
 		memset(b + i * PS, i < 8 || (i >= 16 && i < 24) ? 0x5a :
 		       i < 12 ? 0xa5 : (int)(i + 1), PS);
-	printf("== 1 fill m0: 0-7,16-23 same, 8-11 same, others unique\n");
+	printf("== 1 clear_refs 4, fill m0: 0-7,16-23 same, 8-11 same, others unique\n");
 	probe_short_battery();
 	stepno = 2;
 	probe_get_reset(16 * PS, 32 * PS);
@@ -1564,10 +1569,8 @@ static void probe_migrate(int kind, int shared, size_t len)
 	probe_common(kind, shared, 0, len);
 	b = mbase(m);
 	g = m->g / PS;
-	if (!two_nodes()) {
-		printf("== 1 one NUMA node (no numa=fake=2)\n");
-		return;
-	}
+	if (!two_nodes())
+		die("one NUMA node (CONFIG_NUMA_EMU, numa=fake=2): the probe would test nothing");
 	stepno = 1;
 	printf("== 1 write m0 -> %zu pages\n", touch(m, 0, npg(m), 1, 1));
 	probe_short_battery();
@@ -1750,13 +1753,7 @@ static int run_probe(const char *name)
 static const char *const probes[] = {
 	"hugetlb-partial-start", "hugetlb-max-pages", "wp-only-filter", "bounce-refill",
 	"xcpu-anon", "xcpu-thp", "xcpu-shmem", "xcpu-hugetlb", "shmem-thp-partial",
-	/*
-	 * Not listed yet (run by name, probe:ksm ...): the test kernels lack
-	 * CONFIG_KSM and CONFIG_NUMA_EMU, so these would print the same "no
-	 * KSM" / "one NUMA node" line on both kernels and pass untested:
-	 * "ksm", "ksm-unmerge", "migrate-anon", "migrate-thp",
-	 * "migrate-shmem", "migrate-hugetlb".
-	 */
+	"ksm", "ksm-unmerge", "migrate-anon", "migrate-thp", "migrate-shmem", "migrate-hugetlb",
 };
 
 /* ---- guest set-up ---- */
