@@ -16,9 +16,11 @@
 #                        adds the "ok" / "not ok" lines of the TAP file LOG
 #                        to the totals $passed / $failed; a stage that
 #                        exited RC != 0 without a failed point, or that
-#                        printed another number of points than POINTS
-#                        (when given; else than its one plan line "1..N",
-#                        if it printed one), or that printed no point at
+#                        printed another number of points than its one
+#                        plan line "1..N" (if it printed one), or fewer
+#                        than POINTS (when given: the least it must
+#                        print, so that a stage may grow points before
+#                        its caller's count is raised), or no point at
 #                        all, counts as one more failure (a crash is not a
 #                        pass); $tally_p / $tally_f: this stage's
 PROG=${PROG:-${0##*/}}
@@ -54,10 +56,10 @@ config_want() {
 passed=${passed:-0} failed=${failed:-0} tally_p=0 tally_f=0
 # shellcheck disable=SC2034
 tap_tally() {
-	local label=$1 log=$2 rc=$3 points=${4:-0} p f
+	local label=$1 log=$2 rc=$3 least=${4:-0} plan=0 p f
 	p=$(grep -c '^ok ' "$log") f=$(grep -c '^not ok ' "$log")
-	if [ "$points" -eq 0 ] && [ "$(grep -cE '^1\.\.[0-9]+$' "$log")" -eq 1 ]; then
-		points=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log")
+	if [ "$(grep -cE '^1\.\.[0-9]+$' "$log")" -eq 1 ]; then
+		plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log")
 	fi
 	if [ "$((p + f))" -eq 0 ]; then
 		echo "# $label printed no test point: counted as a failure"
@@ -65,8 +67,11 @@ tap_tally() {
 	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "# $label exited $rc without a failed point: counted as a failure"
 		f=$((f + 1))
-	elif [ "$points" -gt 0 ] && [ "$((p + f))" -ne "$points" ]; then
-		echo "# $label printed $((p + f)) points, not $points: counted as a failure"
+	elif [ "$plan" -gt 0 ] && [ "$((p + f))" -ne "$plan" ]; then
+		echo "# $label printed $((p + f)) points, not $plan: counted as a failure"
+		f=$((f + 1))
+	elif [ "$((p + f))" -lt "$least" ]; then
+		echo "# $label printed $((p + f)) points, fewer than $least: counted as a failure"
 		f=$((f + 1))
 	fi
 	passed=$((passed + p)) failed=$((failed + f))
