@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs clients
+	conformance soak deb check-configs clients wine
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -47,14 +47,16 @@ tests:
 ## check       the test command: debug kernel, all suites in the guest, then
 ##             the fallback suites on Debian's unpatched 6.1 (a second guest),
 ##             the library on upstream 6.12 (a third), CRIU 4.2 on the
-##             release kernels (make clients), then the differential
-##             conformance run against upstream 6.12
+##             release kernels and Wine 11.0's tests on the release,
+##             pristine and upstream kernels (make clients), then the
+##             differential conformance run against upstream 6.12
 check: deps tree
 	@scripts/build-kernel --debug
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
 	@scripts/build-criu
+	@scripts/build-wine
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
@@ -84,14 +86,34 @@ check-configs: deps
 ##             through PAGEMAP_SCAN and through the pagemap read, same pages
 ##             dumped; its feature check must fail cleanly on Debian's 6.1;
 ##             the same criu on upstream 6.12 gives the yardstick numbers
-##             (CRIU_TESTS="mem-touch maps007 ..." limits the programs)
+##             (CRIU_TESTS="mem-touch maps007 ..." limits the programs);
+##             then Wine 11.0 (scripts/wine, as make wine but without the
+##             figures)
 clients: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
 	@scripts/build-criu
+	@scripts/build-wine
 	@scripts/mkinitramfs
 	@scripts/clients --release
+	@scripts/wine
+
+## wine        Wine 11.0 (wine-tkg, ../shared/clients/; WINE_TARBALL=
+##             overrides) built minimal against the series' headers
+##             (scripts/build-wine: build/wine/root.img, cached), then on
+##             our release kernel, upstream 6.12 and Debian's 6.1: Wine's
+##             own kernel32:virtual and ntdll:virtual, proof that the
+##             kernel path was taken (or, on 6.1, not), tests/wine's
+##             GetWriteWatch write oracle, and its figures under -icount
+##             side by side (scripts/wine --figures; TAP)
+wine: deps tree
+	@scripts/build-kernel
+	@scripts/prepare-pristine
+	@scripts/prepare-upstream
+	@scripts/build-wine
+	@scripts/mkinitramfs
+	@scripts/wine --figures
 
 ## conformance the differential test alone: SEEDS (default 1-40) seeded
 ##             scenarios on the debug kernel and on upstream 6.12, diffed
