@@ -1,8 +1,11 @@
-# libmemwatch, the memwatch CLI and their tests: a fragment the top-level
-# Makefile includes.  Everything it builds lands under build/.
+# libmemwatch and the memwatch CLI: a fragment the top-level Makefile
+# includes.  Everything it builds lands under build/.
 #   make lib         build/lib/libmemwatch.{a,so.1} and build/tools/memwatch
-#   make lib-tests   every tests/lib program (static) into build/tests/bin/,
-#                    plus asan-* (ASan+UBSan) variants and the CLI tests
+#   make lib-archives  the static archives the test programs link:
+#                    libmemwatch.a and libmemwatch-san.a (ASan+UBSan)
+#   make lib-tests   the test programs (make tests: scripts/build-tests
+#                    builds all of them, the library's too), the installed
+#                    header on stock headers, the exported symbols
 #   make lib-bench   bench/ww_outputs (the three outputs of a get) in a
 #                    release-kernel guest under -icount; LIB_BENCH_ARGS
 #                    "PAGES ROUNDS BACKEND", LIB_BENCH_KBUILD for another
@@ -15,7 +18,6 @@ MW_SRCDIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 MW_ROOT := $(abspath $(MW_SRCDIR)/..)
 MW_OUT := $(MW_ROOT)/build
 MW_LIBOUT := $(MW_OUT)/lib
-MW_BINDIR := $(MW_OUT)/tests/bin
 
 MW_VERSION := 1.1.0
 MW_SOVERSION := 1
@@ -47,26 +49,11 @@ MW_PC := $(MW_LIBOUT)/memwatch.pc
 MW_CLI := $(MW_OUT)/tools/memwatch
 MW_MANS := $(wildcard $(MW_SRCDIR)/man/*.1 $(MW_SRCDIR)/man/*.3 $(MW_SRCDIR)/man/*.7)
 
-MW_TEST_SRCS := $(wildcard $(MW_ROOT)/tests/lib/*.c)
-MW_TEST_HDRS := $(wildcard $(MW_ROOT)/tests/lib/*.h)
-MW_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/%,$(MW_TEST_SRCS))
-MW_SAN_TESTS := $(patsubst $(MW_ROOT)/tests/lib/%.c,$(MW_BINDIR)/asan-%,$(MW_TEST_SRCS))
-MW_CLI_TESTS := $(MW_BINDIR)/memwatch $(MW_BINDIR)/cli-layout \
-	$(MW_BINDIR)/cli-json $(MW_BINDIR)/cli-golden.sh $(MW_BINDIR)/cli-scan.golden \
-	$(MW_BINDIR)/cli-scan-json.golden
-
-# The guest has no C library: ASan cannot link statically, so the asan-*
-# programs are dynamic, load their interpreter and libraries from
-# /srv/test/, and lib-tests copies the host's copies there.
-MW_SAN_LDFLAGS := -static-libasan -static-libubsan \
-	-Wl,--dynamic-linker=/srv/test/ld-linux-x86-64.so.2 -Wl,-rpath,/srv/test
-MW_SAN_LIBS := ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libgcc_s.so.1
-MW_SAN_LIBFILES := $(addprefix $(MW_BINDIR)/,$(MW_SAN_LIBS))
-
-.PHONY: lib lib-tests lib-clean install lib-install lib-check-header \
-	lib-check-symbols lib-bench
+.PHONY: lib lib-archives lib-tests lib-clean install lib-install \
+	lib-check-header lib-check-symbols lib-bench
 
 lib: $(MW_A) $(MW_SO) $(MW_PC) $(MW_CLI)
+lib-archives: $(MW_A) $(MW_A_SAN)
 
 $(MW_LIBOUT)/obj/pic/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
 	@mkdir -p $(@D)
@@ -118,48 +105,12 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
 
-lib-tests: $(MW_TESTS) $(MW_SAN_TESTS) $(MW_SAN_LIBFILES) $(MW_CLI_TESTS) \
-	$(MW_BINDIR)/demo-lib $(MW_BINDIR)/readme-example lib-check-header \
-	lib-check-symbols
+lib-tests: tests lib-check-header lib-check-symbols
 
-# README.md's example, extracted as it is printed there (its first ```c block).
-$(MW_LIBOUT)/readme-example.c: $(MW_ROOT)/README.md
-	@mkdir -p $(@D)
-	awk '/^```c$$/ { if (!done) f = 1; next } /^```$$/ { if (f) done = 1; f = 0 } f' $< >$@
-	@test -s $@ || { echo "lib.mk: no \`\`\`c block in README.md" >&2; exit 1; }
-$(MW_BINDIR)/readme-example: $(MW_LIBOUT)/readme-example.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
-
-# tests/demo/demo.c through the library (make demo builds the same).
-MW_DEMO_CFLAGS := -static -O2 -Wall -Wextra -Werror -DMEMWATCH_DEMO_LIB \
-	-I$(MW_SRCDIR)/include
-$(MW_BINDIR)/demo-lib: $(MW_ROOT)/tests/demo/demo.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_DEMO_CFLAGS) -o $@ $< $(MW_A) -lpthread
-
-$(MW_BINDIR)/%: $(MW_ROOT)/tests/lib/%.c $(MW_A) $(MW_TEST_HDRS)
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include \
-		-I$(MW_ROOT)/tests/lib -o $@ $< $(MW_A) -lpthread
-
-$(MW_BINDIR)/asan-%: $(MW_ROOT)/tests/lib/%.c $(MW_A_SAN) $(MW_TEST_HDRS)
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) -O1 -g $(MW_SAN) -I$(MW_SRCDIR)/include \
-		-I$(MW_ROOT)/tests/lib -o $@ $< $(MW_A_SAN) -lpthread $(MW_SAN_LDFLAGS)
-
-$(MW_SAN_LIBFILES): $(MW_BINDIR)/%:
-	@mkdir -p $(@D)
-	cp -L $$($(MW_CC) -print-file-name=$*) $@ 2>/dev/null || \
-		cp -L /lib/x86_64-linux-gnu/$* $@ 2>/dev/null || cp -L /lib64/$* $@
-
-$(MW_BINDIR)/memwatch: $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
-
-$(MW_BINDIR)/cli-layout: $(MW_ROOT)/tests/cli/layout.c
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -o $@ $<
+# make demo compiles tests/demo/demo.c itself, as scripts/build-tests does
+# for the demo-lib suites.
+MW_DEMO_CFLAGS := -std=c11 -static -O2 -g -Wall -Wextra -Werror \
+	-I$(MW_ROOT)/tests/include -I$(MW_SRCDIR)/include
 
 # libmemwatch's outputs measured side by side (lib/README.md).
 MW_BENCH := $(MW_OUT)/bench/ww_outputs
@@ -172,15 +123,6 @@ lib-bench: $(MW_BENCH)
 	$(if $(LIB_BENCH_KBUILD),MEMWATCH_KBUILD=$(abspath $(LIB_BENCH_KBUILD)),) \
 		$(MW_ROOT)/scripts/vm-run --release --icount --timeout 3600 \
 		--add $(MW_BENCH) -- ./ww_outputs $(LIB_BENCH_ARGS)
-
-# The strict JSON check of `memwatch scan --json` (runs ./memwatch).
-$(MW_BINDIR)/cli-json: $(MW_ROOT)/tests/cli/json.c $(MW_ROOT)/tests/lib/tap.h
-	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -static -I$(MW_ROOT)/tests/lib -o $@ $<
-
-$(MW_BINDIR)/cli-%: $(MW_ROOT)/tests/cli/%
-	@mkdir -p $(@D)
-	cp $< $@
 
 # The installed header must build on stock headers with -pedantic.
 lib-check-header: $(MW_LIBOUT)/header-check.o
@@ -210,6 +152,4 @@ lib-install: lib
 	done
 
 lib-clean:
-	rm -rf $(MW_LIBOUT) $(MW_OUT)/tools $(MW_TESTS) $(MW_SAN_TESTS) \
-		$(MW_SAN_LIBFILES) $(MW_CLI_TESTS) $(MW_BINDIR)/demo-lib \
-		$(MW_BINDIR)/readme-example
+	rm -rf $(MW_LIBOUT) $(MW_OUT)/tools

@@ -21,7 +21,7 @@
  * shows (the escaping scheme of memwatch(1): bytes that are not UTF-8 are
  * \u00XX in "name", and "name_hex" then holds the exact bytes).
  */
-#include "tap.h"
+#include "mw-test.h"
 
 #include <stdint.h>
 #include <sys/mman.h>

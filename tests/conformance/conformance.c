@@ -48,15 +48,7 @@
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-#ifndef MFD_HUGETLB
-#define MFD_HUGETLB 4U
-#endif
-#ifndef MPOL_MF_MOVE
-#define MPOL_MF_MOVE (1 << 1)
-#endif
+#include "mw-test.h"
 
 #define PS		4096UL
 #define HPS		(2UL << 20)
@@ -84,17 +76,9 @@ static const char *const catname[8] = {
 	"swapped", "pfnzero", "huge", "softdirty",
 };
 
-/* ---- PRNG: splitmix64 ---- */
+/* ---- PRNG: splitmix64 (mw_rnd), seeded per unit ---- */
 static uint64_t rng;
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-static size_t rn(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
+static size_t rn(size_t n) { return (size_t)mw_rndn(&rng, n); }
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
 /* ---- mappings ---- */
@@ -1797,14 +1781,11 @@ static void guest_setup(void)
 	static const char *const thp = "/sys/kernel/mm/transparent_hugepage/";
 	char p[128];
 	cpu_set_t cpus;
-	FILE *f = fopen("/proc/cmdline", "r");
-	char line[1024] = "";
 
-	if (!f || !fgets(line, sizeof(line), f) || !strstr(line, "memwatch.guest=1")) {
+	if (!mw_in_guest()) {
 		fprintf(stderr, "conformance: not a memwatch guest (memwatch.guest=1): refusing\n");
 		exit(2);
 	}
-	fclose(f);
 	snprintf(p, sizeof(p), "%skhugepaged/pages_to_scan", thp);
 	put(p, "8");
 	snprintf(p, sizeof(p), "%skhugepaged/max_ptes_none", thp);

@@ -2,15 +2,11 @@
 /*
  * make demo: what the booted kernel can do for exact write tracking.
  * Prints the kernel version, the userfaultfd features it reports, whether
- * PAGEMAP_SCAN answers and, where it does, tracks writes to a buffer exactly
- * and contrasts that with soft-dirty's false positives.
- *
- * Built with -DMEMWATCH_DEMO_LIB and linked with libmemwatch.a (make demo,
- * and the demo-lib suite), it shows the tracking through the library, the
- * way an application would do it: GetWriteWatch()-style calls on the exact
- * uffd backend next to the soft-dirty backend, and exits non-zero if the
- * library's answers are not the expected ones.  Without the define (the
- * plain `demo` suite) it uses the raw system calls.
+ * PAGEMAP_SCAN answers, soft-dirty's false positives after a VMA merge,
+ * and then the tracking through libmemwatch, the way an application would
+ * do it: GetWriteWatch()-style calls on the exact uffd backend next to the
+ * soft-dirty backend.  Exits non-zero if the library's answers are not the
+ * expected ones (the demo-lib suites).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,25 +23,8 @@
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
 
-/* The upstream ABI, for headers of kernels that lack it. */
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#define PM_SCAN_WP_MATCHING (1 << 0)
-#define PAGE_IS_WRITTEN (1 << 1)
-#endif
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1 << 15)
-#endif
+#include "mw-test.h"
+#include <memwatch.h>
 
 static const char *const feature_names[] = {
 	"PAGEFAULT_FLAG_WP", "EVENT_FORK", "EVENT_REMAP", "EVENT_REMOVE",
@@ -70,9 +49,6 @@ static void false_positive_steps(char *p, int n)
 	mmap(p + n * psize, psize, PROT_READ | PROT_WRITE,
 	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 }
-
-#ifdef MEMWATCH_DEMO_LIB
-#include <memwatch.h>
 
 /* One GetWriteWatch(WRITE_WATCH_FLAG_RESET) call, printed; 1 if not want. */
 static int ww_show(struct memwatch *mw, char *p, int n, const char *when,
@@ -167,7 +143,6 @@ static int lib_demo(void)
 		       "   soft-dirty; uffd-wp reports exactly what was written)\n");
 	return bad;
 }
-#endif
 
 static int uffd_open(uint64_t features, uint64_t *got)
 {
@@ -199,54 +174,6 @@ static int soft_dirty_pages(char *p, int n)
 	}
 	close(fd);
 	return cnt;
-}
-
-/* Without PAGEMAP_SCAN: pages whose pagemap entry lost uffd-wp (bit 57). */
-static void show_unprotected(char *p, int n, const char *when)
-{
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-	uint64_t e;
-	int cnt = 0;
-
-	printf("  %-44s pagemap bit 57 (uffd-wp) clear on:", when);
-	for (int i = 0; i < n; i++) {
-		if (pread(fd, &e, 8, ((uintptr_t)p / psize + i) * 8) == 8 && !(e >> 57 & 1)) {
-			printf(" page %d", i);
-			cnt++;
-		}
-	}
-	printf("%s\n", cnt ? "" : " none");
-	close(fd);
-}
-
-static void show_written(int pm, char *p, int n, const char *when)
-{
-	struct page_region r[16];
-	struct pm_scan_arg a = {
-		.size = sizeof(a), .start = (uintptr_t)p, .end = (uintptr_t)p + n * psize,
-		.vec = (uintptr_t)r, .vec_len = 16,
-		.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
-	};
-	long k = ioctl(pm, PAGEMAP_SCAN, &a);
-
-	printf("  %-44s PAGEMAP_SCAN WRITTEN:", when);
-	if (k < 0)
-		printf(" error %s", strerror(errno));
-	if (k == 0)
-		printf(" none");
-	for (long i = 0; i < k; i++)
-		printf(" pages %ld-%ld", (long)((r[i].start - (uintptr_t)p) / psize),
-		       (long)((r[i].end - (uintptr_t)p) / psize - 1));
-	printf("\n");
-}
-
-/* The written pages, by PAGEMAP_SCAN if pm >= 0, else by pagemap reads. */
-static void report(int pm, char *p, int n, const char *when)
-{
-	if (pm >= 0)
-		show_written(pm, p, n, when);
-	else
-		show_unprotected(p, n, when);
 }
 
 int main(void)
@@ -297,31 +224,5 @@ int main(void)
 	if (fd >= 0)
 		close(fd);
 
-#ifdef MEMWATCH_DEMO_LIB
 	return lib_demo();
-#endif
-	if (!(feat & UFFD_FEATURE_WP_ASYNC)) {
-		printf("exact tracking (uffd WP_ASYNC): not available on this kernel\n");
-		return 0;
-	}
-	printf("exact tracking (uffd WP_ASYNC%s), same steps:\n",
-	       scan ? " + PAGEMAP_SCAN" : "; no PAGEMAP_SCAN, so read per page");
-	fd = uffd_open(UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED, NULL);
-	struct uffdio_register reg = {
-		.range = { (uintptr_t)p, n * psize }, .mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	struct uffdio_writeprotect wp = {
-		.range = { (uintptr_t)p, n * psize }, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-	if (fd < 0 || ioctl(fd, UFFDIO_REGISTER, &reg) || ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
-		printf("  arming failed: %s\n", strerror(errno));
-		return 1;
-	}
-	report(scan ? pm : -1, p, n, "armed:");
-	p[3 * psize] = 3;
-	p[7 * psize] = 3;
-	mprotect(p, n * psize, PROT_READ);
-	mprotect(p, n * psize, PROT_READ | PROT_WRITE);
-	report(scan ? pm : -1, p, n, "wrote pages 3 and 7, mprotect RO->RW:");
-	return 0;
 }

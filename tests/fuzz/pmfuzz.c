@@ -91,30 +91,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-#ifndef MFD_HUGETLB
-#define MFD_HUGETLB 4U
-#endif
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef _UFFDIO_MOVE
-#define _UFFDIO_MOVE 0x05
-#endif
-#ifndef _UFFDIO_POISON
-#define _UFFDIO_POISON 0x08
-#endif
+#include "mw-test.h"
 
 #define PSZ		4096ULL
 #define HPSZ		(2ULL << 20)
@@ -318,25 +295,11 @@ struct disruptor {
 	int tid;
 };
 
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rndn(uint64_t *s, uint64_t n)
-{
-	return n ? rnd(s) % n : 0;
-}
-
 static void mix(struct fz *fz, uint64_t v)
 {
 	uint64_t s = fz->digest ^ v;
 
-	fz->digest = rnd(&s);
+	fz->digest = mw_rnd(&s);
 }
 
 static double now(void)
@@ -418,13 +381,6 @@ static const char *errname(int e, char *buf, size_t n)
 	return buf;
 }
 
-static void bail(const struct fz *fz, const char *what)
-{
-	printf("Bail out! %s: %s (seed %" PRIu64 ")\n", what, strerror(errno),
-	       fz->seed);
-	exit(1);
-}
-
 static void check(struct fz *fz, enum chk c, bool ok, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void check(struct fz *fz, enum chk c, bool ok, const char *fmt, ...)
@@ -473,17 +429,6 @@ static int touch(volatile char *p, bool write, char v)
 	}
 	fault_jmp = NULL;
 	return sig;
-}
-
-static bool in_guest(void)
-{
-	char buf[4096] = "";
-	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return r > 0 && strstr(buf, " memwatch.guest=1");
 }
 
 /* x86's access_ok(): [addr, addr + size) within the user address space. */
@@ -604,13 +549,13 @@ static void setup_ctrl(struct fz *fz)
 		       -1, 0);
 
 	if (p != (void *)(uintptr_t)CTRL_BASE)
-		bail(fz, "mmap ctrl");
+		mw_bail("mmap ctrl", &fz->seed);
 	memset(p, CANARY, P_END * PSZ);
 	memset(fz->canary_page, CANARY, PSZ);
 	if (munmap((void *)(uintptr_t)CP(P_HOLE), PSZ) ||
 	    mprotect((void *)(uintptr_t)CP(P_RO), PSZ, PROT_READ) ||
 	    mprotect((void *)(uintptr_t)CP(P_CANRO), PSZ, PROT_READ))
-		bail(fz, "ctrl layout");
+		mw_bail("ctrl layout", &fz->seed);
 }
 
 static void setup_slots(struct fz *fz)
@@ -643,9 +588,9 @@ static void setup_slots(struct fz *fz)
 		}
 		if ((k == K_MEMFD || k == K_HUGE_SHARED || k == K_EXT4) &&
 		    (s->fd < 0 || ftruncate(s->fd, s->len)))
-			bail(fz, kinds[k].name);
+			mw_bail(kinds[k].name, &fz->seed);
 		if (map_kind(s, s->res, true))
-			bail(fz, kinds[k].name);
+			mw_bail(kinds[k].name, &fz->seed);
 	}
 	fz->arena_end = ARENA + off;
 }
@@ -698,7 +643,7 @@ static void setup_uffd(struct fz *fz)
 	fz->uffd_s = new_uffd(common, NULL);
 	fz->uffd_u = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (fz->uffd_a < 0 || fz->uffd_s < 0 || fz->uffd_u < 0)
-		bail(fz, "userfaultfd with WP_ASYNC");
+		mw_bail("userfaultfd with WP_ASYNC", &fz->seed);
 	if (uffd_register(fz->uffd_a, s[K_ANON].res, 512 << 10,
 			  UFFDIO_REGISTER_MODE_WP) ||
 	    uffd_register(fz->uffd_a, s[K_THP].res, s[K_THP].len,
@@ -714,13 +659,13 @@ static void setup_uffd(struct fz *fz)
 	    uffd_register(fz->uffd_s, s[K_HUGE_SHARED].res,
 			  s[K_HUGE_SHARED].len,
 			  UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP))
-		bail(fz, "UFFDIO_REGISTER");
+		mw_bail("UFFDIO_REGISTER", &fz->seed);
 	if (uffd_wp(fz->uffd_a, s[K_ANON].res, 512 << 10, true) ||
 	    uffd_wp(fz->uffd_a, s[K_THP].res, s[K_THP].len, true) ||
 	    uffd_wp(fz->uffd_a, s[K_SHMEM].res, s[K_SHMEM].len, true) ||
 	    uffd_wp(fz->uffd_a, s[K_EXT4].res, s[K_EXT4].len, true) ||
 	    uffd_wp(fz->uffd_a, s[K_HUGE_PRIV].res, s[K_HUGE_PRIV].len, true))
-		bail(fz, "UFFDIO_WRITEPROTECT");
+		mw_bail("UFFDIO_WRITEPROTECT", &fz->seed);
 	/* Some pages written after arming. */
 	for (int k = 0; k < K_NKINDS; k++)
 		for (uint64_t i = 0; i < s[k].len / PSZ; i += 7)
@@ -743,10 +688,10 @@ static void setup_children(struct fz *fz)
 	pid_t dead;
 
 	if (pipe2(p, O_CLOEXEC))
-		bail(fz, "pipe");
+		mw_bail("pipe", &fz->seed);
 	fz->child = fork();
 	if (fz->child < 0)
-		bail(fz, "fork");
+		mw_bail("fork", &fz->seed);
 	if (!fz->child) {
 		close(p[1]);
 		while (read(p[0], &c, 1) < 0 && errno == EINTR)
@@ -757,10 +702,10 @@ static void setup_children(struct fz *fz)
 	fz->child_pipe = p[1];
 	/* After the first fork: the sleeper must not hold d[1] open. */
 	if (pipe2(d, O_CLOEXEC))
-		bail(fz, "pipe");
+		mw_bail("pipe", &fz->seed);
 	dead = fork();
 	if (dead < 0)
-		bail(fz, "fork");
+		mw_bail("fork", &fz->seed);
 	if (!dead) {
 		close(p[1]);
 		close(d[1]);
@@ -774,7 +719,7 @@ static void setup_children(struct fz *fz)
 	close(d[1]);
 	if (fz->pm_child < 0 || fz->pm_dead < 0 ||
 	    waitpid(dead, NULL, 0) != dead)
-		bail(fz, "child pagemap");
+		mw_bail("child pagemap", &fz->seed);
 }
 
 /* The zero page's pfn, from a read-faulted anonymous page. */
@@ -805,7 +750,7 @@ static bool la57_enabled(const struct fz *fz)
 	bool on = false;
 
 	if (!f)
-		bail(fz, "open /proc/cpuinfo");
+		mw_bail("open /proc/cpuinfo", &fz->seed);
 	while (getline(&line, &n, f) > 0) {
 		if (strncmp(line, "flags", 5))
 			continue;
@@ -864,7 +809,7 @@ static enum argk pick_argk(uint64_t *r)
 	static const enum argk bad[] = { A_RO, A_CROSS_RO, A_CROSS_HOLE,
 					 A_HOLE, A_NULL, A_KERNEL };
 
-	return rndn(r, 12) ? A_RW : bad[rndn(r, 6)];
+	return mw_rndn(r, 12) ? A_RW : bad[mw_rndn(r, 6)];
 }
 
 /* Write len bytes into the read-only ctrl page at 'at'. */
@@ -873,10 +818,10 @@ static void ro_write(struct fz *fz, uint64_t at, const void *src, size_t len)
 	void *ro = (void *)(uintptr_t)CP(P_RO);
 
 	if (mprotect(ro, PSZ, PROT_READ | PROT_WRITE))
-		bail(fz, "mprotect");
+		mw_bail("mprotect", &fz->seed);
 	memcpy((void *)(uintptr_t)at, src, len);
 	if (mprotect(ro, PSZ, PROT_READ))
-		bail(fz, "mprotect");
+		mw_bail("mprotect", &fz->seed);
 }
 
 /* Put the len bytes of src where k says; returns the ioctl's argument. */
@@ -887,15 +832,15 @@ static void *place_arg(struct fz *fz, enum argk k, const void *src,
 
 	switch (k) {
 	case A_RW:
-		off = 16 + rndn(r, (PSZ - 32 - len) / 8) * 8;
-		if (!rndn(r, 16))
-			off += 1 + rndn(r, 7);
+		off = 16 + mw_rndn(r, (PSZ - 32 - len) / 8) * 8;
+		if (!mw_rndn(r, 16))
+			off += 1 + mw_rndn(r, 7);
 		at = CP(P_ARG) + off;
 		memset((void *)(uintptr_t)(at - 16), CANARY, len + 32);
 		memcpy((void *)(uintptr_t)at, src, len);
 		return (void *)(uintptr_t)at;
 	case A_RO:
-		at = CP(P_RO) + 8 + rndn(r, (PSZ - 8 - len) / 8) * 8;
+		at = CP(P_RO) + 8 + mw_rndn(r, (PSZ - 8 - len) / 8) * 8;
 		ro_write(fz, at, src, len);
 		return (void *)(uintptr_t)at;
 	case A_CROSS_RO:
@@ -918,59 +863,59 @@ static void *place_arg(struct fz *fz, enum argk k, const void *src,
 /* An address of interest: edges of the address space, VMAs, huge pages. */
 static uint64_t pick_point(struct fz *fz, uint64_t *r)
 {
-	int k = rndn(r, K_NKINDS);
+	int k = mw_rndn(r, K_NKINDS);
 	const struct slot *s = &fz->slot[k];
 	uint64_t base = slot_base(fz, k), a;
 
-	switch (rndn(r, 24)) {
+	switch (mw_rndn(r, 24)) {
 	case 0:
 		return 0;
 	case 1:
 		return PSZ;
 	case 2:
-		return fz->tsm - PSZ * rndn(r, 3);
+		return fz->tsm - PSZ * mw_rndn(r, 3);
 	case 3:
-		return fz->tsm + PSZ * rndn(r, 3);
+		return fz->tsm + PSZ * mw_rndn(r, 3);
 	case 4:
-		return KADDR64 + PSZ * rndn(r, 2);
+		return KADDR64 + PSZ * mw_rndn(r, 2);
 	case 5:
-		return ~0ULL - rndn(r, 2) * (PSZ - 1);
+		return ~0ULL - mw_rndn(r, 2) * (PSZ - 1);
 	case 6:
-		return 1ULL << (31 + rndn(r, 33));
+		return 1ULL << (31 + mw_rndn(r, 33));
 	case 7:
 		return ARENA;
 	case 8:
 		return fz->arena_end;
 	case 9:
-		return CP(rndn(r, P_END + 2));
+		return CP(mw_rndn(r, P_END + 2));
 	case 10:
 		return s->res + 2 * s->len;
 	case 11:
 		return base + s->len;
 	case 12:
-		a = base + rndn(r, s->len / PSZ) * PSZ;
-		return a + 1 + rndn(r, PSZ - 1);
+		a = base + mw_rndn(r, s->len / PSZ) * PSZ;
+		return a + 1 + mw_rndn(r, PSZ - 1);
 	case 13:
 	case 14:
-		return base + rndn(r, s->len / HPSZ + 1) * HPSZ;
+		return base + mw_rndn(r, s->len / HPSZ + 1) * HPSZ;
 	default:
-		return base + rndn(r, s->len / PSZ + 1) * PSZ;
+		return base + mw_rndn(r, s->len / PSZ + 1) * PSZ;
 	}
 }
 
 static uint64_t sparse(uint64_t *r)
 {
-	switch (rndn(r, 5)) {
+	switch (mw_rndn(r, 5)) {
 	case 0:
 		return 0;
 	case 1:
-		return 1ULL << rndn(r, 8);
+		return 1ULL << mw_rndn(r, 8);
 	case 2:
-		return rnd(r) & rnd(r) & PM_CATS;
+		return mw_rnd(r) & mw_rnd(r) & PM_CATS;
 	case 3:
-		return rnd(r) & PM_CATS;
+		return mw_rnd(r) & PM_CATS;
 	default:
-		return (1ULL << rndn(r, 8)) | (1ULL << rndn(r, 8));
+		return (1ULL << mw_rndn(r, 8)) | (1ULL << mw_rndn(r, 8));
 	}
 }
 
@@ -987,21 +932,21 @@ struct scan {
 
 static void gen_range(struct fz *fz, uint64_t *r, struct scan *sc)
 {
-	int k = rndn(r, K_NKINDS);
+	int k = mw_rndn(r, K_NKINDS);
 	const struct slot *s = &fz->slot[k];
 	uint64_t base = sc->target == T_SELF ? slot_base(fz, k) : s->res;
 	__u64 *st = &sc->a.start, *en = &sc->a.end;
 	uint64_t n;
 
-	switch (rndn(r, 40)) {
+	switch (mw_rndn(r, 40)) {
 	default:		/* in and around one mapping */
-		*st = base + rndn(r, s->len / PSZ) * PSZ;
-		if (kinds[k].huge && rndn(r, 2))
-			*st = base + rndn(r, s->len / HPSZ) * HPSZ;
-		n = rndn(r, 4) ? 1 + rndn(r, 64) :
-				 1 + rndn(r, 2 * s->len / PSZ);
-		if (kinds[k].huge && rndn(r, 2))
-			n = (HPSZ / PSZ) * (1 + rndn(r, 2));
+		*st = base + mw_rndn(r, s->len / PSZ) * PSZ;
+		if (kinds[k].huge && mw_rndn(r, 2))
+			*st = base + mw_rndn(r, s->len / HPSZ) * HPSZ;
+		n = mw_rndn(r, 4) ? 1 + mw_rndn(r, 64) :
+				 1 + mw_rndn(r, 2 * s->len / PSZ);
+		if (kinds[k].huge && mw_rndn(r, 2))
+			n = (HPSZ / PSZ) * (1 + mw_rndn(r, 2));
 		*en = *st + n * PSZ;
 		break;
 	case 0: case 1: case 2: case 3:
@@ -1009,8 +954,8 @@ static void gen_range(struct fz *fz, uint64_t *r, struct scan *sc)
 		*en = base + s->len;
 		break;
 	case 4: case 5:		/* several mappings and the holes between */
-		*st = fz->slot[rndn(r, K_NKINDS)].res;
-		*en = *st + (1 + rndn(r, 16)) * HPSZ;
+		*st = fz->slot[mw_rndn(r, K_NKINDS)].res;
+		*en = *st + (1 + mw_rndn(r, 16)) * HPSZ;
 		break;
 	case 6:
 		*st = ARENA;
@@ -1025,14 +970,14 @@ static void gen_range(struct fz *fz, uint64_t *r, struct scan *sc)
 		break;
 	case 13: case 14:
 		*st = pick_point(fz, r) & ~(PSZ - 1);
-		*en = *st + rndn(r, 3 * PSZ);
+		*en = *st + mw_rndn(r, 3 * PSZ);
 		break;
 	case 15:
-		*st = base + rndn(r, s->len / PSZ) * PSZ;
-		*en = *st - PSZ * rndn(r, 3);	/* end <= start */
+		*st = base + mw_rndn(r, s->len / PSZ) * PSZ;
+		*en = *st - PSZ * mw_rndn(r, 3);	/* end <= start */
 		break;
 	case 16:		/* a large range: the whole user space */
-		*st = rndn(r, 2) ? 0 : ARENA;
+		*st = mw_rndn(r, 2) ? 0 : ARENA;
 		*en = fz->tsm;
 		break;
 	}
@@ -1041,8 +986,8 @@ static void gen_range(struct fz *fz, uint64_t *r, struct scan *sc)
 	 * to keep the rate up (they're cheap where nothing is mapped).
 	 */
 	sc->big = *en > *st && *en - *st > (1ULL << 40);
-	if (sc->big && rndn(r, 8)) {
-		*en = *st + (1 + rndn(r, 64)) * HPSZ;
+	if (sc->big && mw_rndn(r, 8)) {
+		*en = *st + (1 + mw_rndn(r, 64)) * HPSZ;
 		sc->big = false;
 	}
 }
@@ -1052,53 +997,53 @@ static void gen_vec(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 	struct pm_scan_arg *a = &sc->a;
 	uint64_t off;
 
-	switch (rndn(r, 14)) {
+	switch (mw_rndn(r, 14)) {
 	case 1:
 		a->vec = 0;
 		sc->vk = V_NULL;
 		sc->wcap = 0;
-		a->vec_len = rndn(r, 8) ? 0 : 1 + rndn(r, 100);
+		a->vec_len = mw_rndn(r, 8) ? 0 : 1 + mw_rndn(r, 100);
 		return;
 	default:
 		sc->vk = V_CANARY;
-		off = rndn(r, 4) ? rndn(r, 64) * 8 : rndn(r, CAN_BYTES / 8) * 8;
-		if (!rndn(r, 16))
-			off += 1 + rndn(r, 7);	/* unaligned */
+		off = mw_rndn(r, 4) ? mw_rndn(r, 64) * 8 : mw_rndn(r, CAN_BYTES / 8) * 8;
+		if (!mw_rndn(r, 16))
+			off += 1 + mw_rndn(r, 7);	/* unaligned */
 		a->vec = CP(P_CAN) + off;
 		sc->wcap = (CAN_BYTES - off) / RSZ;
 		break;
 	case 2:
 		sc->vk = V_RO;
-		a->vec = CP(P_RO) + rndn(r, 64) * 8;
+		a->vec = CP(P_RO) + mw_rndn(r, 64) * 8;
 		sc->wcap = 0;
 		break;
 	case 3:
 		sc->vk = V_HOLE;
-		a->vec = CP(P_HOLE) + rndn(r, 64) * 8;
+		a->vec = CP(P_HOLE) + mw_rndn(r, 64) * 8;
 		sc->wcap = 0;
 		break;
 	case 4:
 		sc->vk = V_CROSS;
-		sc->wcap = 1 + rndn(r, 3);
+		sc->wcap = 1 + mw_rndn(r, 3);
 		a->vec = CP(P_CANRO) - sc->wcap * RSZ;
 		break;
 	case 5:
 		sc->vk = V_KERNEL;
-		a->vec = rndn(r, 2) ? KADDR64 : ~0ULL - RSZ * rndn(r, 4);
+		a->vec = mw_rndn(r, 2) ? KADDR64 : ~0ULL - RSZ * mw_rndn(r, 4);
 		sc->wcap = 0;
 		break;
 	case 6:			/* unmapped, below the arena */
 		sc->vk = V_TOP;
-		a->vec = ARENA - RSZ * (1 + rndn(r, 4));
+		a->vec = ARENA - RSZ * (1 + mw_rndn(r, 4));
 		sc->wcap = 0;
 		break;
 	case 7: case 8:		/* the scanned memory itself */
 		sc->vk = V_ARENA;
-		a->vec = rndn(r, 2) && a->start >= ARENA &&
+		a->vec = mw_rndn(r, 2) && a->start >= ARENA &&
 			 a->start < fz->arena_end ? a->start :
 			 pick_point(fz, r) & ~7ULL;
 		if (a->vec < ARENA || a->vec >= fz->arena_end)
-			a->vec = fz->slot[rndn(r, K_NKINDS)].res;
+			a->vec = fz->slot[mw_rndn(r, K_NKINDS)].res;
 		sc->wcap = ~0ULL;
 		break;
 	case 9:
@@ -1107,7 +1052,7 @@ static void gen_vec(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 		sc->wcap = (CP(P_RO) - a->vec) / RSZ;
 		break;
 	}
-	switch (rndn(r, 14)) {
+	switch (mw_rndn(r, 14)) {
 	case 0:
 		a->vec_len = 0;
 		break;
@@ -1115,31 +1060,31 @@ static void gen_vec(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 		a->vec_len = 1;
 		break;
 	case 3:
-		a->vec_len = 2 + rndn(r, 7);
+		a->vec_len = 2 + mw_rndn(r, 7);
 		break;
 	case 4: case 5: case 6: case 7:
-		a->vec_len = 1 + rndn(r, 64);
+		a->vec_len = 1 + mw_rndn(r, 64);
 		break;
 	case 8:
-		a->vec_len = 1 + rndn(r, 600);
+		a->vec_len = 1 + mw_rndn(r, 600);
 		break;
 	case 9:
-		a->vec_len = 511 + rndn(r, 3);
+		a->vec_len = 511 + mw_rndn(r, 3);
 		break;
 	case 10:
-		a->vec_len = 1024 + rndn(r, 4096);
+		a->vec_len = 1024 + mw_rndn(r, 4096);
 		break;
 	case 11: {
 		static const uint64_t huge[] = {
 			1ULL << 40, ~0ULL, UINT64_MAX / 24, UINT64_MAX / 24 + 1,
 			1ULL << 63, 0xffffffffULL, (1ULL << 47) / 24,
 		};
-		a->vec_len = huge[rndn(r, 7)];
+		a->vec_len = huge[mw_rndn(r, 7)];
 		break;
 	}
 	default:
 		a->vec_len = sc->wcap && sc->wcap != ~0ULL ?
-			     sc->wcap - rndn(r, 2) : 1 + rndn(r, 32);
+			     sc->wcap - mw_rndn(r, 2) : 1 + mw_rndn(r, 32);
 		break;
 	}
 }
@@ -1147,26 +1092,26 @@ static void gen_vec(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 static void gen_scan(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 {
 	struct pm_scan_arg *a = &sc->a;
-	uint64_t preset = rndn(r, 10);
+	uint64_t preset = mw_rndn(r, 10);
 
 	a->size = sizeof(*a);
 	gen_range(fz, r, sc);
 	if (preset < 3) {		/* the write-watch get (and reset) */
-		a->flags = rndn(r, 4);
+		a->flags = mw_rndn(r, 4);
 		a->category_mask = a->return_mask = PAGE_IS_WRITTEN;
 	} else if (preset == 3) {	/* reset only */
-		a->flags = PM_SCAN_WP_MATCHING | rndn(r, 2) * 2;
+		a->flags = PM_SCAN_WP_MATCHING | mw_rndn(r, 2) * 2;
 		a->category_mask = PAGE_IS_WRITTEN;
-		a->return_mask = rndn(r, 2) ? PAGE_IS_WRITTEN : 0;
+		a->return_mask = mw_rndn(r, 2) ? PAGE_IS_WRITTEN : 0;
 	} else {
-		a->flags = rndn(r, 4);
-		a->category_inverted = rndn(r, 3) ? 0 : sparse(r);
+		a->flags = mw_rndn(r, 4);
+		a->category_inverted = mw_rndn(r, 3) ? 0 : sparse(r);
 		a->category_mask = sparse(r);
-		a->category_anyof_mask = rndn(r, 3) ? 0 : sparse(r);
-		a->return_mask = rndn(r, 3) ? PM_CATS : sparse(r);
+		a->category_anyof_mask = mw_rndn(r, 3) ? 0 : sparse(r);
+		a->return_mask = mw_rndn(r, 3) ? PM_CATS : sparse(r);
 	}
 	gen_vec(fz, r, sc, argp);
-	if (preset == 3 && rndn(r, 4)) {
+	if (preset == 3 && mw_rndn(r, 4)) {
 		a->vec = 0;
 		a->vec_len = 0;
 		sc->vk = V_NULL;
@@ -1181,60 +1126,60 @@ static void gen_scan(struct fz *fz, uint64_t *r, struct scan *sc, void *argp)
 	    (a->flags & PM_SCAN_WP_MATCHING))
 		a->category_inverted = a->category_mask =
 			a->category_anyof_mask = 0;
-	switch (rndn(r, 3)) {
+	switch (mw_rndn(r, 3)) {
 	case 0:
 		a->max_pages = 0;
 		break;
 	case 1:
-		a->max_pages = 1 + rndn(r, rndn(r, 2) ? 8 : 1024);
+		a->max_pages = 1 + mw_rndn(r, mw_rndn(r, 2) ? 8 : 1024);
 		break;
 	default: {
 		static const uint64_t mp[] = { 0, 1, 2, 511, 512, 513, 1024,
 					       ~0ULL, 1ULL << 32 };
-		a->max_pages = mp[rndn(r, 9)];
+		a->max_pages = mp[mw_rndn(r, 9)];
 		break;
 	}
 	}
-	a->walk_end = rnd(r) | 1;		/* never a kernel answer */
-	if (rndn(r, 6))
+	a->walk_end = mw_rnd(r) | 1;		/* never a kernel answer */
+	if (mw_rndn(r, 6))
 		return;
 	/* Hostile: one more field out of its domain. */
-	switch (rndn(r, 10)) {
+	switch (mw_rndn(r, 10)) {
 	case 0: {
 		static const uint64_t sz[] = { 0, 8, 88, 95, 97, 104, 4096,
 					       ~0ULL };
-		a->size = rndn(r, 4) ? sz[rndn(r, 8)] : rnd(r);
+		a->size = mw_rndn(r, 4) ? sz[mw_rndn(r, 8)] : mw_rnd(r);
 		break;
 	}
 	case 1:
-		a->flags |= 1ULL << (2 + rndn(r, 62));
+		a->flags |= 1ULL << (2 + mw_rndn(r, 62));
 		break;
 	case 2:
-		a->flags = rnd(r);
+		a->flags = mw_rnd(r);
 		break;
 	case 3:
-		a->category_inverted |= 1ULL << (8 + rndn(r, 56));
+		a->category_inverted |= 1ULL << (8 + mw_rndn(r, 56));
 		break;
 	case 4:
-		a->category_mask |= 1ULL << (8 + rndn(r, 56));
+		a->category_mask |= 1ULL << (8 + mw_rndn(r, 56));
 		break;
 	case 5:
-		a->category_anyof_mask |= 1ULL << (8 + rndn(r, 56));
+		a->category_anyof_mask |= 1ULL << (8 + mw_rndn(r, 56));
 		break;
 	case 6:
-		a->return_mask = rnd(r);
+		a->return_mask = mw_rnd(r);
 		break;
 	case 7:
-		a->start |= 1 + rndn(r, PSZ - 1);
+		a->start |= 1 + mw_rndn(r, PSZ - 1);
 		break;
 	case 8:
 		a->vec = 0;
-		a->vec_len = 1 + rndn(r, 16);
+		a->vec_len = 1 + mw_rndn(r, 16);
 		sc->vk = V_NULL;
 		sc->wcap = 0;
 		break;
 	default:
-		a->end = a->start - 1 - rndn(r, 2 * PSZ);
+		a->end = a->start - 1 - mw_rndn(r, 2 * PSZ);
 		break;
 	}
 }
@@ -1926,7 +1871,7 @@ static void op_scan(struct fz *fz, enum target t)
 
 	sc.ak = pick_argk(r);
 	/* vec may point at the argument: know where it goes first. */
-	argp = (void *)(uintptr_t)(CP(P_ARG) + 16 + rndn(r, 256) * 8);
+	argp = (void *)(uintptr_t)(CP(P_ARG) + 16 + mw_rndn(r, 256) * 8);
 	gen_scan(fz, r, &sc, argp);
 	/*
 	 * --diff: under PM_SCAN_WP_MATCHING a hugetlb page only partly in
@@ -2032,7 +1977,7 @@ static void op_scan(struct fz *fz, enum target t)
 		    (uint64_t)ret <= sc.a.vec_len) {
 			v = malloc((ret ? ret : 1) * sizeof(*v));
 			if (!v)
-				bail(fz, "malloc");
+				mw_bail("malloc", &fz->seed);
 			memcpy(v, (void *)(uintptr_t)sc.a.vec, ret * sizeof(*v));
 			for (long i = 0; i < ret; i++) {
 				if (v[i].end <= ARENA || v[i].start >= CP(P_END))
@@ -2087,15 +2032,15 @@ static void op_scan_badcmd(struct fz *fz)
 	struct pm_scan_arg a = { .size = sizeof(a), .start = ARENA,
 				 .end = ARENA + PSZ };
 	unsigned long cmd;
-	bool badfd = !rndn(r, 4);
+	bool badfd = !mw_rndn(r, 4);
 	int err, fd = badfd ? fz->maps_fd : fz->pm_self;
 	char eb[16];
 	long ret;
 
-	switch (rndn(r, 7)) {
+	switch (mw_rndn(r, 7)) {
 	case 0:
 		cmd = _IOC(_IOC_READ | _IOC_WRITE, 'f', 16,
-			   rndn(r, 2) ? 88 : 104);
+			   mw_rndn(r, 2) ? 88 : 104);
 		break;
 	case 1:
 		cmd = _IOR('f', 16, struct pm_scan_arg);
@@ -2107,7 +2052,7 @@ static void op_scan_badcmd(struct fz *fz)
 		cmd = _IO('f', 16);
 		break;
 	case 4:
-		cmd = _IOWR('f', 17 + rndn(r, 14), struct pm_scan_arg);
+		cmd = _IOWR('f', 17 + mw_rndn(r, 14), struct pm_scan_arg);
 		break;
 	case 5:
 		cmd = _IOWR('g', 16, struct pm_scan_arg);
@@ -2150,15 +2095,15 @@ static bool uffd_range_bad(const struct fz *fz, uint64_t start, uint64_t len)
 static void gen_urange(struct fz *fz, uint64_t *r, __u64 *start,
 		       __u64 *len, bool *arena)
 {
-	int k = rndn(r, K_NKINDS);
+	int k = mw_rndn(r, K_NKINDS);
 	const struct slot *s = &fz->slot[k];
-	uint64_t base = slot_base(fz, k), u = kinds[k].huge && rndn(r, 4) ?
+	uint64_t base = slot_base(fz, k), u = kinds[k].huge && mw_rndn(r, 4) ?
 		       HPSZ : PSZ;
 
-	switch (rndn(r, 12)) {
+	switch (mw_rndn(r, 12)) {
 	default:
-		*start = base + rndn(r, s->len / u) * u;
-		*len = (1 + rndn(r, rndn(r, 2) ? 4 : s->len / u)) * u;
+		*start = base + mw_rndn(r, s->len / u) * u;
+		*len = (1 + mw_rndn(r, mw_rndn(r, 2) ? 4 : s->len / u)) * u;
 		break;
 	case 0:
 		*start = base;
@@ -2173,7 +2118,7 @@ static void gen_urange(struct fz *fz, uint64_t *r, __u64 *start,
 					      HPSZ, ~0ULL, ~0ULL - PSZ + 1,
 					      1ULL << 47 };
 		*start = pick_point(fz, r);
-		*len = rndn(r, 2) ? l[rndn(r, 9)] : rnd(r) & ~(PSZ - 1);
+		*len = mw_rndn(r, 2) ? l[mw_rndn(r, 9)] : mw_rnd(r) & ~(PSZ - 1);
 		break;
 	}
 	}
@@ -2183,20 +2128,20 @@ static void gen_urange(struct fz *fz, uint64_t *r, __u64 *start,
 
 static uint64_t pick_mode(uint64_t *r, uint64_t valid)
 {
-	switch (rndn(r, 12)) {
+	switch (mw_rndn(r, 12)) {
 	case 0:
-		return rnd(r);
+		return mw_rnd(r);
 	case 1:
-		return 1ULL << rndn(r, 64);
+		return 1ULL << mw_rndn(r, 64);
 	default:
-		return rnd(r) & valid;
+		return mw_rnd(r) & valid;
 	}
 }
 
 /* Which uffd: A (async), S (sync + SIGBUS) or the uninitialised one. */
 static int pick_uffd(struct fz *fz, uint64_t *r, char *name)
 {
-	uint64_t x = rndn(r, 20);
+	uint64_t x = mw_rndn(r, 20);
 
 	*name = x < 12 ? 'A' : x < 19 ? 'S' : 'U';
 	return x < 12 ? fz->uffd_a : x < 19 ? fz->uffd_s : fz->uffd_u;
@@ -2249,12 +2194,12 @@ static void op_api(struct fz *fz)
 	enum op op = OP_API;
 	char eb[16];
 
-	if (!rndn(r, 4))
-		flags = (rndn(r, 2) ? O_CLOEXEC : 0) |
-			(rndn(r, 2) ? O_NONBLOCK : 0) |
-			(rndn(r, 2) ? UFFD_USER_MODE_ONLY : 0);
-	if (!rndn(r, 16))
-		flags |= 1 << (1 + rndn(r, 30));
+	if (!mw_rndn(r, 4))
+		flags = (mw_rndn(r, 2) ? O_CLOEXEC : 0) |
+			(mw_rndn(r, 2) ? O_NONBLOCK : 0) |
+			(mw_rndn(r, 2) ? UFFD_USER_MODE_ONLY : 0);
+	if (!mw_rndn(r, 16))
+		flags |= 1 << (1 + mw_rndn(r, 30));
 	fd = syscall(__NR_userfaultfd, flags);
 	err = fd < 0 ? errno : 0;
 	fz->outcome[OP_UFFD_CREATE][err < NERR ? err : NERR - 1]++;
@@ -2270,31 +2215,31 @@ static void op_api(struct fz *fz)
 	      "userfaultfd(%#x): %s", flags, errname(err, eb, 16));
 	if (fd < 0)
 		return;
-	for (int round = 0, inited = 0; round < 1 + !rndn(r, 4); round++) {
-		switch (rndn(r, 16)) {
+	for (int round = 0, inited = 0; round < 1 + !mw_rndn(r, 4); round++) {
+		switch (mw_rndn(r, 16)) {
 		case 0:
-			in.api = rnd(r);
+			in.api = mw_rnd(r);
 			break;
 		case 1:
-			in.api = UFFD_API ^ (1ULL << rndn(r, 64));
+			in.api = UFFD_API ^ (1ULL << mw_rndn(r, 64));
 			break;
 		default:
 			in.api = UFFD_API;
 			break;
 		}
-		switch (rndn(r, 20)) {
+		switch (mw_rndn(r, 20)) {
 		case 0:
-			in.features = rnd(r);
+			in.features = mw_rnd(r);
 			break;
 		case 1:
-			in.features = 1ULL << (17 + rndn(r, 47));
+			in.features = 1ULL << (17 + mw_rndn(r, 47));
 			break;
 		case 2:
-			in.features = newer & rnd(r);
+			in.features = newer & mw_rnd(r);
 			op = OP_API_NEW;
 			break;
 		default:
-			in.features = rnd(r) & known;
+			in.features = mw_rnd(r) & known;
 			break;
 		}
 		/* --diff: not the features 6.12 has beyond the series. */
@@ -2356,7 +2301,7 @@ static void op_register(struct fz *fz, bool reg)
 	bool arena;
 
 	gen_urange(fz, r, &in.range.start, &in.range.len, &arena);
-	in.mode = rndn(r, 3) ? UFFDIO_REGISTER_MODE_WP :
+	in.mode = mw_rndn(r, 3) ? UFFDIO_REGISTER_MODE_WP :
 		  pick_mode(r, 7);
 	/*
 	 * --diff: never register a range again without WP.  Patch
@@ -2426,7 +2371,7 @@ static void op_writeprotect(struct fz *fz)
 	bool arena;
 
 	gen_urange(fz, r, &in.range.start, &in.range.len, &arena);
-	in.mode = rndn(r, 4) ? rndn(r, 3) ? UFFDIO_WRITEPROTECT_MODE_WP : 0 :
+	in.mode = mw_rndn(r, 4) ? mw_rndn(r, 3) ? UFFDIO_WRITEPROTECT_MODE_WP : 0 :
 		  pick_mode(r, 3);
 	want = name == 'U' ? EINVAL : !arg_readable(ak) ? EFAULT :
 	       uffd_range_bad(fz, in.range.start, in.range.len) ||
@@ -2466,15 +2411,15 @@ static void op_fill(struct fz *fz, enum op op)
 	start = us;
 	len = ul;
 	if (!arena && !uffd_range_bad(fz, start, len)) {
-		start = fz->slot[rndn(r, K_NKINDS)].res;
-		len = PSZ * (1 + rndn(r, 4));
+		start = fz->slot[mw_rndn(r, K_NKINDS)].res;
+		len = PSZ * (1 + mw_rndn(r, 4));
 	}
-	if (op == OP_CONTINUE && rndn(r, 2)) {	/* where MINOR makes sense */
+	if (op == OP_CONTINUE && mw_rndn(r, 2)) {	/* where MINOR makes sense */
 		static const enum kind mk[] = { K_SHMEM, K_MEMFD,
 						K_HUGE_SHARED };
-		int k = mk[rndn(r, 3)];
+		int k = mk[mw_rndn(r, 3)];
 
-		start = slot_base(fz, k) + rndn(r, fz->slot[k].len / PSZ) * PSZ;
+		start = slot_base(fz, k) + mw_rndn(r, fz->slot[k].len / PSZ) * PSZ;
 		len = PSZ;
 		if (kinds[k].huge) {
 			start &= ~(HPSZ - 1);
@@ -2501,7 +2446,7 @@ static void op_fill(struct fz *fz, enum op op)
 	case OP_CONTINUE:
 		okmodes = UFFDIO_CONTINUE_MODE_DONTWAKE |
 			  UFFDIO_CONTINUE_MODE_WP;
-		mode = rndn(r, 3) ? rnd(r) & okmodes : pick_mode(r, okmodes);
+		mode = mw_rndn(r, 3) ? mw_rnd(r) & okmodes : pick_mode(r, okmodes);
 		in.c = (struct uffdio_continue){ { start, len }, mode,
 						 (int64_t)SENTINEL };
 		cmd = UFFDIO_CONTINUE;
@@ -2511,7 +2456,7 @@ static void op_fill(struct fz *fz, enum op op)
 		break;
 	case OP_ZEROPAGE:
 		okmodes = UFFDIO_ZEROPAGE_MODE_DONTWAKE;
-		mode = rndn(r, 3) ? rnd(r) & okmodes : pick_mode(r, okmodes);
+		mode = mw_rndn(r, 3) ? mw_rnd(r) & okmodes : pick_mode(r, okmodes);
 		in.z = (struct uffdio_zeropage){ { start, len }, mode,
 						 (int64_t)SENTINEL };
 		cmd = UFFDIO_ZEROPAGE;
@@ -2520,11 +2465,11 @@ static void op_fill(struct fz *fz, enum op op)
 		what = "UFFDIO_ZEROPAGE";
 		break;
 	default: {
-		uint64_t src = rndn(r, 4) ? CP(P_CAN) + rndn(r, 4) * PSZ :
+		uint64_t src = mw_rndn(r, 4) ? CP(P_CAN) + mw_rndn(r, 4) * PSZ :
 			       pick_point(fz, r);
 
 		okmodes = UFFDIO_COPY_MODE_DONTWAKE | UFFDIO_COPY_MODE_WP;
-		mode = rndn(r, 3) ? rnd(r) & okmodes : pick_mode(r, okmodes);
+		mode = mw_rndn(r, 3) ? mw_rnd(r) & okmodes : pick_mode(r, okmodes);
 		in.cp = (struct uffdio_copy){ start, src, len, mode,
 					      (int64_t)SENTINEL };
 		cmd = UFFDIO_COPY;
@@ -2591,9 +2536,9 @@ static void op_uffd_badcmd(struct fz *fz)
 {
 	uint64_t *r = &fz->rng, buf[8] = { 0 }, out[8];
 	/* Neither 6.1 nor 6.12 has these (MOVE 0x05 and POISON 0x08 skipped). */
-	unsigned int nr = 0x09 + rndn(r, 0x3f - 0x09);
+	unsigned int nr = 0x09 + mw_rndn(r, 0x3f - 0x09);
 	unsigned long cmd = _IOC(_IOC_READ | _IOC_WRITE, UFFDIO, nr,
-				 8 * (1 + rndn(r, 8)));
+				 8 * (1 + mw_rndn(r, 8)));
 
 	snprintf(fz->desc, sizeof(fz->desc), "ioctl(uffd, %#lx)", cmd);
 	uffd_call(fz, OP_UFFD_BADCMD, fz->uffd_a, cmd, buf, out, sizeof(buf),
@@ -2605,9 +2550,9 @@ static void op_uffd_badcmd(struct fz *fz)
 static void op_touch(struct fz *fz)
 {
 	uint64_t *r = &fz->rng;
-	int k = rndn(r, K_NKINDS), n = 1 + rndn(r, 16);
+	int k = mw_rndn(r, K_NKINDS), n = 1 + mw_rndn(r, 16);
 	const struct slot *s = &fz->slot[k];
-	uint64_t base = slot_base(fz, k), i = rndn(r, s->len / PSZ);
+	uint64_t base = slot_base(fz, k), i = mw_rndn(r, s->len / PSZ);
 
 	for (int j = 0; j < n && i < s->len / PSZ; j++, i++) {
 		fz->touches++;
@@ -2615,8 +2560,8 @@ static void op_touch(struct fz *fz)
 			 kinds[k].name, (uint64_t)(i * PSZ));
 		if (fz->trace)
 			printf("# > %s\n", fz->desc);
-		if (touch((char *)(uintptr_t)(base + i * PSZ + rndn(r, 64)),
-			  rndn(r, 4), (char)fz->calls))
+		if (touch((char *)(uintptr_t)(base + i * PSZ + mw_rndn(r, 64)),
+			  mw_rndn(r, 4), (char)fz->calls))
 			fz->touch_faults++;
 	}
 }
@@ -2639,12 +2584,12 @@ static void child_writes(struct fz *fz, uint64_t seed)
 	uint64_t r = seed;
 
 	for (int n = 0; n < 32; n++) {
-		int k = rndn(&r, K_NKINDS);
+		int k = mw_rndn(&r, K_NKINDS);
 
 		if (kinds[k].shared)
 			continue;
 		*(volatile char *)(uintptr_t)(slot_base(fz, k) +
-					       rndn(&r, fz->slot[k].len)) = 3;
+					       mw_rndn(&r, fz->slot[k].len)) = 3;
 	}
 	_exit(0);
 }
@@ -2656,15 +2601,15 @@ static void *disruptor_main(void *arg)
 	uint64_t *r = &d->rng;
 
 	while (!atomic_load(&fz->stop)) {
-		enum dop op = rndn(r, D_N);
-		int k = rndn(r, K_NKINDS);
+		enum dop op = mw_rndn(r, D_N);
+		int k = mw_rndn(r, K_NKINDS);
 		struct slot *s = &fz->slot[k];
 		uint64_t u = kinds[k].huge ? HPSZ : PSZ, n = s->len / u;
-		uint64_t a = rndn(r, n), b = a + 1 + rndn(r, n - a), base;
+		uint64_t a = mw_rndn(r, n), b = a + 1 + mw_rndn(r, n - a), base;
 		int ret = 0;
 		char *p;
 
-		usleep(200 + rndn(r, 3000));
+		usleep(200 + mw_rndn(r, 3000));
 		pthread_mutex_lock(&s->mu);
 		base = atomic_load(&s->base);
 		p = (char *)(uintptr_t)(base + a * u);
@@ -2708,7 +2653,7 @@ static void *disruptor_main(void *arg)
 			int st;
 
 			if (!pid)
-				child_writes(fz, rnd(r));
+				child_writes(fz, mw_rnd(r));
 			ret = pid < 0 || waitpid(pid, &st, 0) != pid ||
 			      !WIFEXITED(st) || WEXITSTATUS(st);
 			break;
@@ -2786,7 +2731,7 @@ static void trace_state(struct fz *fz)
 		if (n > 512)
 			n = 512;
 		if (pread(fz->pm_self, e, n * 8, a / PSZ * 8) != (ssize_t)(n * 8))
-			bail(fz, "pread pagemap");
+			mw_bail("pread pagemap", &fz->seed);
 		for (uint64_t i = 0; i < n; i++)
 			h = (h ^ (e[i] & bits) ^ (a / PSZ + i)) *
 			    0x100000001b3ULL;
@@ -2796,7 +2741,7 @@ static void trace_state(struct fz *fz)
 
 static void one_call(struct fz *fz)
 {
-	uint64_t x = rndn(&fz->rng, 1000);
+	uint64_t x = mw_rndn(&fz->rng, 1000);
 
 	snprintf(fz->desc, sizeof(fz->desc), "(not described)");
 	begin(fz, 0, "call %" PRIu64 " (%" PRIu64 ")", fz->calls, x);
@@ -2938,7 +2883,7 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 	if (fz->no_disrupt)
 		fz->nthreads = 0;
-	if (!in_guest()) {
+	if (!mw_in_guest()) {
 		fprintf(stderr, "pmfuzz: not in the memwatch guest (no "
 			"memwatch.guest=1 on the kernel command line), "
 			"refusing\n");
@@ -2976,7 +2921,7 @@ int main(int argc, char **argv)
 	fz->fup = malloc(ORACLE_MAX * sizeof(*fz->fup));
 	if (fz->pm_self < 0 || fz->maps_fd < 0 || !fz->pm_pre || !fz->pm_post ||
 	    !fz->pm_rep || !fz->fup)
-		bail(fz, "open pagemap");
+		mw_bail("open pagemap", &fz->seed);
 	probe_task_size(fz);
 	probe_zero_pfn(fz);
 	setup_ctrl(fz);
@@ -2992,18 +2937,18 @@ int main(int argc, char **argv)
 	if (fz->nthreads) {
 		d = calloc(fz->nthreads, sizeof(*d));
 		if (!d)
-			bail(fz, "calloc");
+			mw_bail("calloc", &fz->seed);
 		for (unsigned int i = 0; i < fz->nthreads; i++) {
 			d[i].fz = fz;
 			d[i].rng = fz->seed ^ (0xd15c0ULL + i);
 			d[i].tid = 1 + i;
 			if (pthread_create(&d[i].th, NULL, disruptor_main,
 					   &d[i]))
-				bail(fz, "pthread_create");
+				mw_bail("pthread_create", &fz->seed);
 		}
 	}
 	if (pthread_create(&wd, NULL, watchdog_main, fz))
-		bail(fz, "pthread_create");
+		mw_bail("pthread_create", &fz->seed);
 	t0 = now();
 	tend = fz->seconds ? t0 + fz->seconds : 0;
 	while (fz->calls < fz->max_calls) {

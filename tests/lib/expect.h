@@ -12,7 +12,7 @@
 
 #include <sys/mman.h>
 
-#include "tap.h"
+#include "mw-test.h"
 #include "memwatch.h"
 
 static inline bool mw_backend_offered(const struct memwatch_probe *p,

@@ -9,7 +9,7 @@
  *   wp-async  WP_UNPOPULATED + WP_ASYNC but no PAGEMAP_SCAN;
  *   scan      WP_UNPOPULATED + WP_ASYNC + PAGEMAP_SCAN: the uffd backend.
  */
-#include "tap.h"
+#include "mw-test.h"
 
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>

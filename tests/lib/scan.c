@@ -10,7 +10,7 @@
  * PAGEMAP_SCAN (the test fails if the probe does not find it), "pread" on
  * one without (it fails if the ioctl answers).
  */
-#include "tap.h"
+#include "mw-test.h"
 
 #include <linux/userfaultfd.h>
 #include <signal.h>

@@ -16,7 +16,7 @@
  * 6.12 failed, once in CI).
  *   ./scan_diff          (needs PAGEMAP_SCAN: the patched or upstream kernel)
  */
-#include "tap.h"
+#include "mw-test.h"
 
 #include <linux/userfaultfd.h>
 #include <sys/auxv.h>

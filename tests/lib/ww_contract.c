@@ -7,7 +7,7 @@
  * (memwatch(7), "Backends").  The second argument says whether this kernel
  * must offer the backend (expect.h): the test never adapts silently.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <sys/mman.h>

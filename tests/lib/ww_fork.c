@@ -7,7 +7,7 @@
  * child can still write its copy of the memory, and the parent's state is
  * untouched by anything the child does.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <sys/mman.h>

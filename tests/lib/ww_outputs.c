@@ -14,7 +14,7 @@
  * is drained, and writer threads racing the harvests (no write lost, none
  * invented, as in ww_threads).
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 #include "writers.h"
 
@@ -35,14 +35,6 @@ static enum memwatch_backend be;
 static size_t ps;
 static uint64_t rng;
 static unsigned long fmt_bad;	/* malformed outputs, all calls */
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void bad_output(const char *fmt, size_t a, size_t b)
 {
@@ -199,22 +191,22 @@ static size_t count_set(const unsigned char *a, size_t n)
 static void write_pattern(char *base, size_t n, unsigned char *wrote)
 {
 	static const unsigned int per_mille[] = { 1, 10, 100, 500, 1000 };
-	unsigned int pm = per_mille[rnd() % 5];
+	unsigned int pm = per_mille[mw_rnd(&rng) % 5];
 	size_t i, j, runs;
 
 	memset(wrote, 0, n);
 	for (i = 0; i < n; i++)
-		if (rnd() % 1000 < pm)
+		if (mw_rnd(&rng) % 1000 < pm)
 			wrote[i] = 1;
-	runs = rnd() % 4;
+	runs = mw_rnd(&rng) % 4;
 	while (runs--) {
-		i = rnd() % n;
-		for (j = i; j < n && j < i + rnd() % 40; j++)
+		i = mw_rnd(&rng) % n;
+		for (j = i; j < n && j < i + mw_rnd(&rng) % 40; j++)
 			wrote[j] = 1;
 	}
 	for (i = 0; i < n; i++)
 		if (wrote[i])
-			base[i * ps] = (char)rnd();
+			base[i * ps] = (char)mw_rnd(&rng);
 }
 
 /*
@@ -239,7 +231,7 @@ static unsigned long drain(enum kind k, char *base, size_t n,
 		int ret;
 
 		ret = oracle(base + cur * ps, m, ref);
-		cap = k == K_RUNS ? 1 + rnd() % 6 : 1 + rnd() % 80;
+		cap = k == K_RUNS ? 1 + mw_rnd(&rng) % 6 : 1 + mw_rnd(&rng) % 80;
 		cnt = cap;
 		ret = ret ? ret : get_kind(k, base + cur * ps, m, MEMWATCH_GET_RESET,
 					   &cnt, got);
@@ -301,7 +293,7 @@ static void race(void)
 		size_t cur = 0, i, j;
 
 		while (cur < TPAGES) {
-			size_t cnt = k == K_RUNS ? 1 + rnd() % 4 : 1 + rnd() % 32;
+			size_t cnt = k == K_RUNS ? 1 + mw_rnd(&rng) % 4 : 1 + mw_rnd(&rng) % 32;
 
 			ret = get_kind(k, base + cur * ps, TPAGES - cur,
 				       MEMWATCH_GET_RESET, &cnt, got);
@@ -444,7 +436,7 @@ int main(int argc, char **argv)
 
 	/* Random patterns: the three outputs of one state, and sub-ranges. */
 	for (trial = 0; trial < 30; trial++) {
-		size_t x = rnd() % N, y = x + 1 + rnd() % (N - x);
+		size_t x = mw_rnd(&rng) % N, y = x + 1 + mw_rnd(&rng) % (N - x);
 		long d;
 
 		write_pattern(a, N, wrote);
@@ -506,7 +498,7 @@ int main(int argc, char **argv)
 		memset(h, 1, huge);
 		ret = memwatch_add(mw, h, huge, 0);
 		for (trial = 0; !ret && trial < 12; trial++) {
-			size_t x = rnd() % hp, y = x + 1 + rnd() % (hp - x);
+			size_t x = mw_rnd(&rng) % hp, y = x + 1 + mw_rnd(&rng) % (hp - x);
 
 			write_pattern(h, hp, w2);
 			tb += outputs_differ(h + x * ps, y - x, r2, g2);
@@ -535,11 +527,11 @@ int main(int argc, char **argv)
 
 		ret = t == MAP_FAILED ? -ENOMEM : memwatch_add(mw, t, np * ps, 0);
 		for (trial = 0; !ret && trial < 6; trial++) {
-			size_t x = rnd() % np, y = x + 1 + rnd() % (np - x);
+			size_t x = mw_rnd(&rng) % np, y = x + 1 + mw_rnd(&rng) % (np - x);
 
-			t[(rnd() % np) * ps] = 1;
+			t[(mw_rnd(&rng) % np) * ps] = 1;
 			if (trial & 1)
-				t[(rnd() % np) * ps] = 1;
+				t[(mw_rnd(&rng) % np) * ps] = 1;
 			hb += outputs_differ(t + x * ps, y - x, ref, got);
 			memwatch_reset(mw, t, np * ps);
 		}

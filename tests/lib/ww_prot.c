@@ -11,7 +11,7 @@
  * memwatch_remove() and memwatch_close().  The uffd and soft-dirty
  * backends never touch protections.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <stdint.h>

@@ -29,7 +29,7 @@
  * between its pagemap read and its clear_refs is lost): for it late and
  * lost writes are counted, not asserted; uffd and mprotect must have none.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <pthread.h>

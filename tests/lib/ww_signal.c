@@ -8,7 +8,7 @@
  *    with SIGSEGV (checked in a re-executed child);
  *  - two contexts coexist; overlapping ranges across contexts are -EEXIST.
  */
-#include "tap.h"
+#include "mw-test.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -28,7 +28,7 @@
  * the writes that raced a reset may be lost, and they are counted; uffd
  * and mprotect must lose none.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <pthread.h>

@@ -7,7 +7,7 @@
  * atomic: its lost writes are counted and reported, and only "nothing
  * false" is asserted.
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 #include "writers.h"
 

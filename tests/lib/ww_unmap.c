@@ -15,7 +15,7 @@
  *               writes are not seen.
  *   ./ww_unmap BACKEND [available|unavailable]
  */
-#include "tap.h"
+#include "mw-test.h"
 #include "expect.h"
 
 #include <sys/mman.h>

@@ -66,6 +66,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mw-test.h"
+
 #define PSZ		4096UL
 #define HPSZ		(2UL << 20)
 #define FILE_SZ		(8UL << 20)
@@ -134,58 +136,11 @@ static struct {
 	_Atomic uint64_t drop_next, add_next;
 	_Atomic uint64_t dropped, added;
 	_Atomic unsigned int nharv;	/* harvests recorded */
-	int tn, failed;
 } g;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (g.rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rndn(uint64_t n)
-{
-	return n ? rnd() % n : 0;
-}
 
 static uint64_t tick(void)
 {
 	return atomic_fetch_add(&g.clk, 1);
-}
-
-static void bail(const char *what)
-{
-	printf("Bail out! %s: %s (seed %" PRIu64 ")\n", what, strerror(errno),
-	       g.seed);
-	exit(1);
-}
-
-static bool in_guest(void)
-{
-	char buf[4096] = "";
-	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return r > 0 && strstr(buf, " memwatch.guest=1");
-}
-
-static void tap(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", ok ? "ok" : "not ok", ++g.tn);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	g.failed += !ok;
 }
 
 /* The file's content: 8-byte words holding their own offset, salted. */
@@ -276,10 +231,10 @@ static void start_helper(void)
 	pid_t parent = getpid();
 
 	if (pipe2(c, O_CLOEXEC) || pipe2(r, O_CLOEXEC) || pipe2(p, O_CLOEXEC))
-		bail("pipe");
+		mw_bail("pipe", &g.seed);
 	g.helper = fork();
 	if (g.helper < 0)
-		bail("fork");
+		mw_bail("fork", &g.seed);
 	if (!g.helper) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(c[1]);
@@ -302,12 +257,12 @@ static int helper_write(int op, uint64_t addr, uint64_t len, uint64_t seq)
 	int err;
 
 	if (xwrite(g.hcmd_w, &c, sizeof(c)))
-		bail("helper command");
+		mw_bail("helper command", &g.seed);
 	if (op == W_PIPE &&
 	    xread(g.pipe_r, (void *)(uintptr_t)addr, len))
-		bail("read from the pipe");
+		mw_bail("read from the pipe", &g.seed);
 	if (xread(g.hrep_r, &err, sizeof(err)))
-		bail("helper reply");
+		mw_bail("helper reply", &g.seed);
 	return err;
 }
 
@@ -335,7 +290,7 @@ static void setup_uring(void)
 		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, g.ring,
 		      IORING_OFF_SQES);
 	if (sq == MAP_FAILED || cq == MAP_FAILED || g.sqes == MAP_FAILED)
-		bail("mmap io_uring");
+		mw_bail("mmap io_uring", &g.seed);
 	g.sq_tail = (unsigned int *)(sq + p.sq_off.tail);
 	g.sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
 	g.sq_array = (unsigned int *)(sq + p.sq_off.array);
@@ -395,7 +350,7 @@ static void map_mem(enum mkind m, char *at)
 	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
 
 	if (p == MAP_FAILED)
-		bail("mmap");
+		mw_bail("mmap", &g.seed);
 	if (m == M_THP) {
 		p = (char *)(((uintptr_t)p + HPSZ - 1) & ~(HPSZ - 1));
 		madvise(p, len, MADV_HUGEPAGE);
@@ -410,7 +365,7 @@ static void map_mem(enum mkind m, char *at)
 	reg.range.len = wp.range.len = len;
 	if (ioctl(g.uffd, UFFDIO_REGISTER, &reg) ||
 	    ioctl(g.uffd, UFFDIO_WRITEPROTECT, &wp))
-		bail("register and arm");
+		mw_bail("register and arm", &g.seed);
 }
 
 /*
@@ -509,12 +464,12 @@ static int kwrite(enum mkind m, enum wkind w, uint32_t p0, uint32_t p1,
 {
 	struct mem *mm = &g.mem[m];
 	bool whole = w == W_ODIRECT || w == W_URING;
-	uint64_t skip = whole ? 0 : rndn(PSZ / 8) * 8;
-	uint64_t cut = whole || p1 - p0 < 2 ? 0 : rndn(PSZ / 8) * 8;
+	uint64_t skip = whole ? 0 : mw_rndn(&g.rng, PSZ / 8) * 8;
+	uint64_t cut = whole || p1 - p0 < 2 ? 0 : mw_rndn(&g.rng, PSZ / 8) * 8;
 	char *dst = mm->base + (uint64_t)p0 * PSZ + skip;
 	uint64_t len = (uint64_t)(p1 - p0) * PSZ - skip - cut;
-	uint64_t foff = rndn((FILE_SZ - MAXRUN * PSZ) / PSZ) * PSZ + skip;
-	int err = 0, fd = w == W_URING && rndn(2) ? g.dfd :
+	uint64_t foff = mw_rndn(&g.rng, (FILE_SZ - MAXRUN * PSZ) / PSZ) * PSZ + skip;
+	int err = 0, fd = w == W_URING && mw_rndn(&g.rng, 2) ? g.dfd :
 			  w == W_URING ? g.ffd : -1;
 	long r;
 
@@ -556,8 +511,8 @@ static int pick_runs(enum mkind m, uint32_t (*runs)[2])
 	size_t np = g.mem[m].npages;
 	int n = 0;
 
-	for (int t = 0, want = 1 + rndn(6); t < 40 && n < want; t++) {
-		uint32_t a = rndn(np), b = a + 1 + rndn(MAXRUN);
+	for (int t = 0, want = 1 + mw_rndn(&g.rng, 6); t < 40 && n < want; t++) {
+		uint32_t a = mw_rndn(&g.rng, np), b = a + 1 + mw_rndn(&g.rng, MAXRUN);
 		bool clash = false;
 
 		if (b > np)
@@ -585,9 +540,9 @@ static int test_exact(enum mkind m, enum wkind w, uint64_t *seq)
 	long n;
 
 	if (!rep || !want)
-		bail("malloc");
+		mw_bail("malloc", &g.seed);
 	if (get_reset(m, rep, g.mem[m].npages) < 0)	/* armed */
-		bail("get+reset");
+		mw_bail("get+reset", &g.seed);
 	for (unsigned int round = 0; round < g.rounds; round++) {
 		uint32_t runs[6][2];
 		int nr = pick_runs(m, runs), extra = 0, missing = 0;
@@ -658,7 +613,7 @@ static void *harvester(void *arg)
 
 	(void)arg;
 	if (!tmp)
-		bail("malloc");
+		mw_bail("malloc", &g.seed);
 	while (!atomic_load(&g.stop)) {
 		struct harvest h;
 		long n;
@@ -673,13 +628,13 @@ static void *harvester(void *arg)
 		h.n = n;
 		h.rep = malloc((n ? n : 1) * sizeof(*h.rep));
 		if (!h.rep)
-			bail("malloc");
+			mw_bail("malloc", &g.seed);
 		memcpy(h.rep, tmp, n * sizeof(*h.rep));
 		if (g.nhv == g.caphv) {
 			g.caphv = g.caphv ? 2 * g.caphv : 256;
 			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
 			if (!g.hv)
-				bail("realloc");
+				mw_bail("realloc", &g.seed);
 		}
 		g.hv[g.nhv++] = h;
 		atomic_fetch_add(&g.nharv, 1);
@@ -706,11 +661,11 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 	long n;
 
 	if (!kws || !tmp)
-		bail("malloc");
+		mw_bail("malloc", &g.seed);
 	if (m == M_THP)
 		fresh_thp();
 	else if (get_reset(m, tmp, np) < 0)
-		bail("get+reset");
+		mw_bail("get+reset", &g.seed);
 	g.hm = m;
 	g.nhv = 0;
 	g.herr = 0;
@@ -720,7 +675,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 	if (g.self_test)
 		atomic_store(&g.add_next, (uintptr_t)g.mem[m].base);
 	if (pthread_create(&th, NULL, harvester, NULL))
-		bail("pthread_create");
+		mw_bail("pthread_create", &g.seed);
 	while (!atomic_load(&g.nharv) && !g.herr)
 		usleep(100);
 	/*
@@ -728,7 +683,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 	 * report it (--self-test drops that report).
 	 */
 	for (size_t i = 0; i < nw; i++) {
-		uint32_t a = rndn(np), b = a + 1 + rndn(MAXRUN);
+		uint32_t a = mw_rndn(&g.rng, np), b = a + 1 + mw_rndn(&g.rng, MAXRUN);
 		bool bad;
 
 		if (b > np)
@@ -739,7 +694,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 			atomic_store(&g.stop, true);
 			pthread_join(th, NULL);
 		} else {
-			usleep(rndn(4) * 100);	/* harvests fall between */
+			usleep(mw_rndn(&g.rng, 4) * 100);	/* harvests fall between */
 		}
 		kws[i].tb = tick();
 		err = kwrite(m, w, a, b, ++*seq, &bad);
@@ -766,13 +721,13 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 		h.n = n > 0 ? n : 0;
 		h.rep = malloc((h.n ? h.n : 1) * sizeof(*h.rep));
 		if (!h.rep)
-			bail("malloc");
+			mw_bail("malloc", &g.seed);
 		memcpy(h.rep, tmp, h.n * sizeof(*h.rep));
 		if (g.nhv == g.caphv) {
 			g.caphv = g.caphv ? 2 * g.caphv : 256;
 			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
 			if (!g.hv)
-				bail("realloc");
+				mw_bail("realloc", &g.seed);
 		}
 		g.hv[g.nhv++] = h;
 	}
@@ -792,7 +747,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 	last_rep = calloc(np, sizeof(*last_rep));
 	prev_c0 = calloc(np, sizeof(*prev_c0));
 	if (!last_rep || !prev_c0)
-		bail("calloc");
+		mw_bail("calloc", &g.seed);
 	for (size_t h = 0; h < g.nhv; h++)
 		for (uint32_t j = 0; j < g.hv[h].n; j++)
 			last_rep[g.hv[h].rep[j]] = g.hv[h].c1;
@@ -859,22 +814,22 @@ static void setup_files(void)
 	uint64_t *blk = malloc(1 << 20);
 
 	if (!blk)
-		bail("malloc");
+		mw_bail("malloc", &g.seed);
 	snprintf(path, sizeof(path), "/mnt/disk/kwrites.%d", (int)getpid());
 	g.ffd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (g.ffd < 0)
-		bail("open a file on /mnt/disk");
+		mw_bail("open a file on /mnt/disk", &g.seed);
 	for (uint64_t off = 0; off < FILE_SZ; off += 1 << 20) {
 		for (uint64_t i = 0; i < (1 << 20) / 8; i++)
 			blk[i] = fword(off + i * 8);
 		if (pwrite(g.ffd, blk, 1 << 20, off) != 1 << 20)
-			bail("write the file");
+			mw_bail("write the file", &g.seed);
 	}
 	if (fsync(g.ffd))
-		bail("fsync");
+		mw_bail("fsync", &g.seed);
 	g.dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (g.dfd < 0)
-		bail("open O_DIRECT");
+		mw_bail("open O_DIRECT", &g.seed);
 	unlink(path);
 	free(blk);
 }
@@ -927,7 +882,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kwrites: --rounds and --writes: 2 or more\n");
 		return 2;
 	}
-	if (!in_guest()) {
+	if (!mw_in_guest()) {
 		fprintf(stderr, "kwrites: not in the memwatch guest (no "
 			"memwatch.guest=1 on the kernel command line), "
 			"refusing\n");
@@ -935,7 +890,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g.rng = g.seed;
-	printf("TAP version 13\n1..%d\n", 2 + 2 * M_N * (only < 0 ? W_N : 1));
+	tap_plan(2 + 2 * M_N * (only < 0 ? W_N : 1));
 	printf("# kwrites seed %" PRIu64 "; replay: %s --seed %" PRIu64
 	       " --rounds %u --writes %u --pvw %s%s%s%s\n", g.seed, argv[0],
 	       g.seed, g.rounds, g.writes, g.pvw_expected ? "yes" : "no",
@@ -945,14 +900,14 @@ int main(int argc, char **argv)
 	start_helper();		/* before the tracked memory */
 	g.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (g.uffd < 0 || ioctl(g.uffd, UFFDIO_API, &api))
-		bail("userfaultfd with WP_ASYNC");
+		mw_bail("userfaultfd with WP_ASYNC", &g.seed);
 	g.pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (g.pm < 0)
-		bail("open pagemap");
+		mw_bail("open pagemap", &g.seed);
 	setup_files();
 	setup_uring();
 	setup_mem();
-	tap(g.have_uring, "setup: helper %d, io_uring %s, memory anon %zu KiB, "
+	tap_ok(g.have_uring, "setup: helper %d, io_uring %s, memory anon %zu KiB, "
 	    "thp %zu KiB, shmem %zu KiB", (int)g.helper,
 	    g.have_uring ? "yes" : strerror(errno), msize[M_ANON] >> 10,
 	    msize[M_THP] >> 10, msize[M_SHMEM] >> 10);
@@ -964,10 +919,10 @@ int main(int argc, char **argv)
 
 		get_reset(M_ANON, (uint32_t[64]){ 0 }, 64);
 		if (g.pvw_expected)
-			tap(!err && !bad, "process_vm_writev works: %s",
+			tap_ok(!err && !bad, "process_vm_writev works: %s",
 			    err ? strerror(err) : bad ? "wrong data" : "yes");
 		else
-			tap(err == ENOSYS, "process_vm_writev fails with "
+			tap_ok(err == ENOSYS, "process_vm_writev fails with "
 			    "ENOSYS (no CONFIG_CROSS_MEMORY_ATTACH): %s",
 			    err ? strerror(err) : "it worked");
 	}
@@ -979,42 +934,42 @@ int main(int argc, char **argv)
 			int bad, nlost, nfalse;
 
 			if (w == W_URING && !g.have_uring) {
-				tap(false, "%s %s exact: no io_uring",
+				tap_ok(false, "%s %s exact: no io_uring",
 				    mname[m], wname[w]);
-				tap(false, "%s %s across resets: no io_uring",
+				tap_ok(false, "%s %s across resets: no io_uring",
 				    mname[m], wname[w]);
 				continue;
 			}
 			if (w == W_PVW && !g.pvw_expected) {
-				tap(true, "%s %s exact: not built in",
+				tap_ok(true, "%s %s exact: not built in",
 				    mname[m], wname[w]);
-				tap(true, "%s %s across resets: not built in",
+				tap_ok(true, "%s %s across resets: not built in",
 				    mname[m], wname[w]);
 				continue;
 			}
 			g.dropped = g.added = 0;
 			bad = test_exact(m, w, &seq);
 			if (g.self_test)
-				tap(g.dropped && g.added && bad >= 2,
+				tap_ok(g.dropped && g.added && bad >= 2,
 				    "self-test: %s %s exact: %" PRIu64
 				    " report dropped, %" PRIu64 " added, %d "
 				    "rounds found wrong", mname[m], wname[w],
 				    (uint64_t)g.dropped, (uint64_t)g.added, bad);
 			else
-				tap(!bad, "%s %s exact: %u rounds, get reports "
+				tap_ok(!bad, "%s %s exact: %u rounds, get reports "
 				    "exactly the pages written (%d wrong)",
 				    mname[m], wname[w], g.rounds, bad);
 			g.dropped = g.added = 0;
 			bad = test_reset(m, w, &seq, &nlost, &nfalse);
 			if (g.self_test)
-				tap(g.dropped && g.added && nlost && nfalse,
+				tap_ok(g.dropped && g.added && nlost && nfalse,
 				    "self-test: %s %s across resets: %" PRIu64
 				    " report dropped, %" PRIu64 " added: %d "
 				    "writes found lost, %d reports false",
 				    mname[m], wname[w], (uint64_t)g.dropped,
 				    (uint64_t)g.added, nlost, nfalse);
 			else
-				tap(!bad, "%s %s across resets: no write lost,"
+				tap_ok(!bad, "%s %s across resets: no write lost,"
 				    " none reported that wasn't (%d wrong)",
 				    mname[m], wname[w], bad);
 		}
@@ -1025,9 +980,9 @@ int main(int argc, char **argv)
 		if (xwrite(g.hcmd_w, &c, sizeof(c)) == 0)
 			waitpid(g.helper, &rc, 0);
 	}
-	printf("# %d passed, %d failed\n", g.tn - g.failed, g.failed);
-	if (g.failed)
+	printf("# %d passed, %d failed\n", mw_tap.n - mw_tap.failed, mw_tap.failed);
+	if (mw_tap.failed)
 		printf("# FAILED: seed %" PRIu64 "; replay: see the first "
 		       "lines\n", g.seed);
-	return g.failed ? 1 : 0;
+	return mw_tap.failed ? 1 : 0;
 }

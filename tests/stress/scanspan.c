@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mw-test.h"
+
 #define PSZ		4096UL
 #define MAX_VMAS	256
 #define MAX_REGIONS	4096
@@ -45,30 +47,7 @@ struct span {
 	unsigned int nvmas;
 	struct page_region out[MAX_REGIONS];
 	unsigned int nout;
-	unsigned int failed, n;
 };
-
-static void bail(const char *what)
-{
-	printf("Bail out! %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void point(struct span *s, bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void point(struct span *s, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	s->n++;
-	if (!ok)
-		s->failed++;
-	printf("%sok %u ", ok ? "" : "not ", s->n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
 
 static uint64_t now_ns(void)
 {
@@ -98,14 +77,14 @@ static void read_maps(struct span *s)
 	unsigned long a, b;
 
 	if (!f)
-		bail("open /proc/self/maps");
+		mw_bail("open /proc/self/maps", NULL);
 	s->nvmas = 0;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx", &a, &b) != 2 || a >= s->tsm)
 			continue;
 		if (s->nvmas == MAX_VMAS) {
 			errno = E2BIG;
-			bail("too many VMAs");
+			mw_bail("too many VMAs", NULL);
 		}
 		s->vma_start[s->nvmas] = a;
 		s->vma_end[s->nvmas] = b;
@@ -171,17 +150,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--rounds N (1..101)]\n", argv[0]);
 		return 2;
 	}
-	printf("TAP version 13\n1..3\n");
+	tap_plan(3);
 	s.pm = open("/proc/self/pagemap", O_RDONLY);
 	if (s.pm < 0)
-		bail("open /proc/self/pagemap");
+		mw_bail("open /proc/self/pagemap", NULL);
 	probe_tsm(&s);
 	/* A few mappings with a page here and there present. */
 	for (i = 0; i < 4; i++) {
 		area[i] = mmap(NULL, 64 * PSZ, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (area[i] == MAP_FAILED)
-			bail("mmap");
+			mw_bail("mmap", NULL);
 		for (r = 0; r < 64; r += 3 + i)
 			area[i][r * PSZ] = 1;
 	}
@@ -189,7 +168,7 @@ int main(int argc, char **argv)
 	t_full = calloc(rounds, sizeof(*t_full));
 	t_vmas = calloc(rounds, sizeof(*t_vmas));
 	if (!t_full || !t_vmas)
-		bail("calloc");
+		mw_bail("calloc", NULL);
 
 	for (r = 0; r < rounds && !err; r++) {
 		uint64_t t0 = now_ns();
@@ -207,18 +186,18 @@ int main(int argc, char **argv)
 			err = scan(&s, 0, s.tsm);
 		t_full[r] = now_ns() - t0;
 	}
-	point(&s, !err, "PAGEMAP_SCAN of [0, %#" PRIx64 ") and of the %u VMAs below it succeed%s%s",
-	      s.tsm, s.nvmas, err ? ": " : "", err ? strerror(-err) : "");
-	point(&s, !err && s.nout == nref && !memcmp(ref, s.out, nref * sizeof(ref[0])),
-	      "the whole-range scan reports the regions the per-VMA scans report (%u, %u)",
-	      s.nout, nref);
+	tap_ok(!err, "PAGEMAP_SCAN of [0, %#" PRIx64 ") and of the %u VMAs below it succeed%s%s",
+	       s.tsm, s.nvmas, err ? ": " : "", err ? strerror(-err) : "");
+	tap_ok(!err && s.nout == nref && !memcmp(ref, s.out, nref * sizeof(ref[0])),
+	       "the whole-range scan reports the regions the per-VMA scans report (%u, %u)",
+	       s.nout, nref);
 	qsort(t_full, rounds, sizeof(*t_full), cmp_u64);
 	qsort(t_vmas, rounds, sizeof(*t_vmas), cmp_u64);
-	point(&s, !err && t_full[rounds / 2] <= SLACK * t_vmas[rounds / 2] + FLOOR_NS,
-	      "the whole-range scan costs %" PRIu64 " us, the per-VMA scans %" PRIu64
-	      " us (medians of %u; bound %u x + %llu us)",
-	      t_full[rounds / 2] / 1000, t_vmas[rounds / 2] / 1000, rounds, SLACK,
-	      FLOOR_NS / 1000);
-	printf("# %u passed, %u failed\n", s.n - s.failed, s.failed);
-	return s.failed ? 1 : 0;
+	tap_ok(!err && t_full[rounds / 2] <= SLACK * t_vmas[rounds / 2] + FLOOR_NS,
+	       "the whole-range scan costs %" PRIu64 " us, the per-VMA scans %" PRIu64
+	       " us (medians of %u; bound %u x + %llu us)",
+	       t_full[rounds / 2] / 1000, t_vmas[rounds / 2] / 1000, rounds, SLACK,
+	       FLOOR_NS / 1000);
+	printf("# %d passed, %d failed\n", mw_tap.n - mw_tap.failed, mw_tap.failed);
+	return tap_done();
 }

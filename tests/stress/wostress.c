@@ -69,15 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-#ifndef MFD_HUGETLB
-#define MFD_HUGETLB 4U
-#endif
+#include "mw-test.h"
 
 #define PSZ	4096UL
 #define HPSZ	(2UL << 20)
@@ -205,27 +197,6 @@ struct writer {
 	uint32_t n, cap;
 	uint64_t seq;
 };
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rndn(uint64_t *s, uint64_t n)
-{
-	return n ? rnd(s) % n : 0;
-}
-
-static void die(const struct ctx *c, const char *what)
-{
-	printf("Bail out! %s: %s (seed %" PRIu64 ")\n", what, strerror(errno),
-	       c->seed);
-	exit(1);
-}
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -372,19 +343,19 @@ static void setup_region(struct ctx *c, enum kind k, uint32_t first,
 		break;
 	}
 	if (r->fd >= 0 && ftruncate(r->fd, r->len))
-		die(c, kind_name[k]);
+		mw_bail(kind_name[k], &c->seed);
 	if ((k == K_MEMFD || k == K_HUGE_SHARED || k == K_TMPFS ||
 	     k == K_EXT4) && r->fd < 0)
-		die(c, kind_name[k]);
+		mw_bail(kind_name[k], &c->seed);
 	r->base = reserve(r->len, r->huge || k == K_THP ? HPSZ : PSZ);
 	if (!r->base || map_part(r, r->base, r->len, 0))
-		die(c, kind_name[k]);
+		mw_bail(kind_name[k], &c->seed);
 	/* Half the units touched before arming, half never. */
 	for (size_t i = 0; i < r->nunits; i += 2)
 		r->base[i * r->unit + 8 * MAXW] = 1;
 	if (uffd_wp_register(c, r->base, r->len) ||
 	    uffd_arm(c, r->base, r->len))
-		die(c, "register/arm");
+		mw_bail("register/arm", &c->seed);
 }
 
 static struct region *unit_region(struct ctx *c, uint32_t g, size_t *idx)
@@ -407,7 +378,7 @@ static void *writer_main(void *arg)
 	struct ctx *c = w->c;
 
 	while (!atomic_load(&c->stop) && w->n < w->cap) {
-		uint32_t g = rndn(&w->rng, c->nunits);
+		uint32_t g = mw_rndn(&w->rng, c->nunits);
 		struct slotst *s = &c->u[g].slot[w->id];
 		size_t i;
 		struct region *r = unit_region(c, g, &i);
@@ -510,7 +481,7 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
 	unsigned int stuck = 0;
 
 	while (pos < end) {
-		unsigned long vlen = 1 + rndn(rng, 64), maxp = 0, pages = 0;
+		unsigned long vlen = 1 + mw_rndn(rng, 64), maxp = 0, pages = 0;
 		bool inj = false;
 		struct pm_scan_arg a;
 		uint64_t c0, c1;
@@ -518,9 +489,9 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
 
 		if (whole)
 			vlen = 64;
-		else if (rndn(rng, 2))
-			maxp = r->huge ? 512 * (1 + rndn(rng, 2)) :
-					 1 + rndn(rng, 40);
+		else if (mw_rndn(rng, 2))
+			maxp = r->huge ? 512 * (1 + mw_rndn(rng, 2)) :
+					 1 + mw_rndn(rng, 40);
 		a = (struct pm_scan_arg){
 			.size = sizeof(a),
 			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
@@ -614,14 +585,14 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
 static void harvest(struct ctx *c, uint64_t *rng)
 {
 	c->harvests++;
-	if (rndn(rng, 8) == 0) {
+	if (mw_rndn(rng, 8) == 0) {
 		/* Reset only, on a sub-range: the writes there are consumed. */
-		struct region *r = &c->reg[rndn(rng, K_NKINDS)];
-		size_t a = rndn(rng, r->nunits), b;
+		struct region *r = &c->reg[mw_rndn(rng, K_NKINDS)];
+		size_t a = mw_rndn(rng, r->nunits), b;
 		struct pm_scan_arg arg;
 		uint64_t c0, c1;
 
-		b = a + 1 + rndn(rng, r->nunits - a);
+		b = a + 1 + mw_rndn(rng, r->nunits - a);
 		pthread_rwlock_rdlock(&r->lock);
 		arg = (struct pm_scan_arg){
 			.size = sizeof(arg),
@@ -681,8 +652,8 @@ static void child_writes(struct ctx *c, uint64_t seed)
 	uint64_t rng = seed;
 
 	for (int n = 0; n < 64; n++) {
-		struct region *r = &c->reg[rndn(&rng, K_NKINDS)];
-		size_t i = rndn(&rng, r->nunits);
+		struct region *r = &c->reg[mw_rndn(&rng, K_NKINDS)];
+		size_t i = mw_rndn(&rng, r->nunits);
 
 		/* A shared page written by the child would be a real write
 		 * into the parent's memory that its own ptes do not see. */
@@ -699,17 +670,17 @@ static void *disruptor_main(void *arg)
 	uint64_t rng = c->seed ^ 0xd15c0;
 
 	while (!atomic_load(&c->stop)) {
-		enum op op = rndn(&rng, OP_NOPS);
-		struct region *r = &c->reg[rndn(&rng, K_NKINDS)];
-		size_t a = rndn(&rng, r->nunits), b;
+		enum op op = mw_rndn(&rng, OP_NOPS);
+		struct region *r = &c->reg[mw_rndn(&rng, K_NKINDS)];
+		size_t a = mw_rndn(&rng, r->nunits), b;
 		uint64_t t0 = tick(c);
 		bool wlock = op == OP_MREMAP || op == OP_REMAP ||
 			     op == OP_REREGISTER, destr = false;
 		int ret = 0;
 		char *p;
 
-		b = a + 1 + rndn(&rng, (r->nunits - a) < 64 ? r->nunits - a : 64);
-		usleep(rndn(&rng, 3000));
+		b = a + 1 + mw_rndn(&rng, (r->nunits - a) < 64 ? r->nunits - a : 64);
+		usleep(mw_rndn(&rng, 3000));
 		if (wlock)
 			pthread_rwlock_wrlock(&r->lock);
 		else
@@ -759,7 +730,7 @@ static void *disruptor_main(void *arg)
 			 * register again, no arming (nothing gets lost). */
 			ret = uffd_wp_register(c, r->base, r->len);
 			if (ret)
-				die(c, "register after mremap");
+				mw_bail("register after mremap", &c->seed);
 			break;
 		}
 		case OP_REMAP:
@@ -770,15 +741,15 @@ static void *disruptor_main(void *arg)
 			}
 			ret = map_part(r, p, (b - a) * r->unit, a * r->unit);
 			if (ret)
-				die(c, "munmap+mmap");
+				mw_bail("munmap+mmap", &c->seed);
 			if (uffd_wp_register(c, p, (b - a) * r->unit))
-				die(c, "register after mmap");
+				mw_bail("register after mmap", &c->seed);
 			destr = r->priv || r->kind == K_SHMEM;
 			break;
 		case OP_REREGISTER:
 			if (uffd_wp_unregister(c, p, (b - a) * r->unit) ||
 			    uffd_wp_register(c, p, (b - a) * r->unit))
-				die(c, "unregister+register");
+				mw_bail("unregister+register", &c->seed);
 			break;
 		case OP_FORK: {
 			pid_t pid = fork();
@@ -786,7 +757,7 @@ static void *disruptor_main(void *arg)
 
 			a = b = 0;
 			if (pid == 0)
-				child_writes(c, rnd(&rng));
+				child_writes(c, mw_rnd(&rng));
 			ret = pid < 0 || waitpid(pid, &st, 0) != pid ||
 			      !WIFEXITED(st) || WEXITSTATUS(st);
 			break;
@@ -1015,7 +986,7 @@ static struct wlog *gather_writes(struct ctx *c, const struct writer *w,
 	}
 	all = malloc((writes ? writes : 1) * sizeof(*all));
 	if (!all)
-		die(c, "malloc");
+		mw_bail("malloc", &c->seed);
 	writes = 0;
 	for (unsigned int i = 0; i < c->nwriters; i++) {
 		memcpy(all + writes, w[i].log, w[i].n * sizeof(*all));
@@ -1102,7 +1073,7 @@ static void *hot_writer_main(void *arg)
 			continue;
 		}
 		pthread_rwlock_rdlock(&r->lock);
-		i = c->hotu[rndn(&w->rng, NHOT)];
+		i = c->hotu[mw_rndn(&w->rng, NHOT)];
 		tb = tick(c);
 		*(volatile uint64_t *)(r->base + i * PSZ + 8 * w->id) =
 			++w->seq;
@@ -1175,20 +1146,20 @@ static int hot_main(struct ctx *c, const char *argv0)
 		c->alias = mmap(NULL, PSZ, PROT_READ | PROT_WRITE, MAP_SHARED,
 				cold->fd, 0);
 		if (c->alias == MAP_FAILED)
-			die(c, "alias");
+			mw_bail("alias", &c->seed);
 	}
 	c->u = calloc(c->nunits, sizeof(*c->u));
 	if (!c->u)
-		die(c, "calloc");
+		mw_bail("calloc", &c->seed);
 	for (int j = 0; j < NHOT; j++)
 		c->hotu[j] = j;
 	for (unsigned int i = 0; i < c->nwriters; i++) {
-		w[i] = (struct writer){ .c = c, .id = i, .rng = rnd(&rng),
+		w[i] = (struct writer){ .c = c, .id = i, .rng = mw_rnd(&rng),
 					.cap = HOTCAP };
 		w[i].log = malloc(HOTCAP * sizeof(*w[i].log));
 		if (!w[i].log ||
 		    pthread_create(&wt[i], NULL, hot_writer_main, &w[i]))
-			die(c, "writer");
+			mw_bail("writer", &c->seed);
 	}
 	t_end = t_start + c->seconds;
 	/*
@@ -1199,7 +1170,7 @@ static int hot_main(struct ctx *c, const char *argv0)
 		((rounds < 4 || (c->alias && c->injected < 8)) &&
 		 time(NULL) < t_end + 3 * (time_t)c->seconds)) &&
 	       !atomic_load(&c->stop)) {
-		unsigned int nh = 2 + rndn(&rng, 3);
+		unsigned int nh = 2 + mw_rndn(&rng, 3);
 		uint64_t t0;
 
 		/* The last harvest of a round and the new THP: writers off. */
@@ -1209,14 +1180,14 @@ static int hot_main(struct ctx *c, const char *argv0)
 		t0 = tick(c);
 		if (map_part(r, r->base, r->len, 0) ||
 		    uffd_wp_register(c, r->base, r->len))
-			die(c, "a fresh THP");
+			mw_bail("a fresh THP", &c->seed);
 		note_op(c, r, 0, r->nunits, OP_REMAP, true, t0);
 		for (int j = 0; j < NHOT; j++) {
 			uint32_t u;
 			bool dup;
 
 			do {
-				u = rndn(&rng, r->nunits);
+				u = mw_rndn(&rng, r->nunits);
 				dup = false;
 				for (int k = 0; k < j; k++)
 					dup |= c->hotu[k] == u;
@@ -1234,7 +1205,7 @@ static int hot_main(struct ctx *c, const char *argv0)
 				atomic_store(&c->inj, INJ_IDLE);
 		}
 		for (unsigned int h = 0; h + 1 < nh; h++) {
-			usleep(200 + rndn(&rng, 2000));
+			usleep(200 + mw_rndn(&rng, 2000));
 			pthread_rwlock_rdlock(&r->lock);
 			if (!h)
 				pmd_rounds += pmd_mapped(c, r->base);
@@ -1245,7 +1216,7 @@ static int hot_main(struct ctx *c, const char *argv0)
 			    !inj_wait(c, INJ_IDLE))
 				atomic_store(&c->inj, INJ_IDLE);
 		}
-		usleep(200 + rndn(&rng, 2000));
+		usleep(200 + mw_rndn(&rng, 2000));
 	}
 	atomic_store(&c->stop, true);
 	for (unsigned int i = 0; i < c->nwriters; i++)
@@ -1288,17 +1259,6 @@ static int hot_main(struct ctx *c, const char *argv0)
 		return 1;
 	}
 	return 0;
-}
-
-static bool in_guest(void)
-{
-	char buf[4096] = "";
-	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return r > 0 && strstr(buf, " memwatch.guest=1");
 }
 
 int main(int argc, char **argv)
@@ -1345,17 +1305,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wostress: --writers must be 1..%d\n", MAXW);
 		return 2;
 	}
-	if (!in_guest()) {
+	if (!mw_in_guest()) {
 		fprintf(stderr, "wostress: not in the memwatch guest, refusing (it compacts memory)\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
-		die(c, "userfaultfd with WP_ASYNC");
+		mw_bail("userfaultfd with WP_ASYNC", &c->seed);
 	c->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (c->pagemap < 0)
-		die(c, "pagemap");
+		mw_bail("pagemap", &c->seed);
 	if (c->hot)
 		return hot_main(c, argv[0]);
 	printf("TAP version 13\n1..%d\n", c->self_test ? 2 : 4);
@@ -1369,17 +1329,17 @@ int main(int argc, char **argv)
 	c->nunits = g;
 	c->u = calloc(c->nunits, sizeof(*c->u));
 	if (!c->u)
-		die(c, "calloc");
+		mw_bail("calloc", &c->seed);
 
 	for (unsigned int i = 0; i < c->nwriters; i++) {
-		w[i] = (struct writer){ .c = c, .id = i, .rng = rnd(&rng),
+		w[i] = (struct writer){ .c = c, .id = i, .rng = mw_rnd(&rng),
 					.cap = LOGCAP };
 		w[i].log = malloc(LOGCAP * sizeof(*w[i].log));
 		if (!w[i].log || pthread_create(&wt[i], NULL, writer_main, &w[i]))
-			die(c, "writer");
+			mw_bail("writer", &c->seed);
 	}
 	if (pthread_create(&dt, NULL, disruptor_main, c))
-		die(c, "disruptor");
+		mw_bail("disruptor", &c->seed);
 	t_end = time(NULL) + c->seconds;
 	/*
 	 * The self-test needs reports to drop, which starts after 20
@@ -1462,11 +1422,11 @@ int main(int argc, char **argv)
 		if (r->fd < 0 || r->huge)
 			continue;
 		if (k == K_EXT4 && msync(r->base, r->len, MS_SYNC))
-			die(c, "msync");
+			mw_bail("msync", &c->seed);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", r->fd);
 		dfd[k] = open(path, O_RDONLY | (k == K_EXT4 ? O_DIRECT : 0));
 		if (dfd[k] < 0 || !dbuf)
-			die(c, "reopen for the file check");
+			mw_bail("reopen for the file check", &c->seed);
 	}
 	/* Data: the last value of each slot, unless a destructive op won. */
 	for (uint32_t gi = 0; gi < c->nunits; gi++) {

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every memwatch test program shares (scripts/build-tests puts
+ * tests/include on each one's include path):
+ *
+ *   TAP           tap_plan(), tap_ok(), tap_diag(), CHECK_EQ(), tap_done():
+ *                 kselftest-style "ok N description" / "not ok N
+ *                 description" lines, "# " diagnostics, "Bail out!" by
+ *                 mw_bail().  The guest runner (tests/guest/run-suites) and
+ *                 the host's tap_tally (scripts/lib/common.sh) count these.
+ *   guest check   mw_in_guest(), tap_guest_only(): the kernel command line
+ *                 carries memwatch.guest=1, the marker of the QEMU guests
+ *                 (the safety rule in README.md: no test touches the host).
+ *   random        mw_rnd(), mw_rndn(): splitmix64 over a caller's state, so
+ *                 that a printed seed replays a run exactly.
+ *   uapi          the kernel ABI the tests use that older system headers
+ *                 lack (PAGEMAP_SCAN, UFFD_FEATURE_WP_*, newer MADV_ and
+ *                 mmap flags), each defined only where the headers do not.
+ *
+ * Include it before any system header, or define _GNU_SOURCE first (it
+ * defines it for the system headers it includes).  TAP is one stream per
+ * process (stdout), so its count lives here beside it, not in each test's
+ * context.
+ */
+#ifndef MW_TEST_H
+#define MW_TEST_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <linux/userfaultfd.h>
+
+/* ---- TAP ---------------------------------------------------------------- */
+
+static struct {
+	int n;		/* points printed */
+	int failed;	/* of which "not ok" */
+} mw_tap;
+
+static inline void tap_plan(int n)
+{
+	printf("TAP version 13\n1..%d\n", n);
+}
+
+__attribute__((format(printf, 1, 2)))
+static inline void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* One point: "ok N description" or "not ok N description"; returns cond. */
+__attribute__((format(printf, 2, 3)))
+static inline int tap_ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d ", cond ? "ok" : "not ok", ++mw_tap.n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		mw_tap.failed++;
+	return cond;
+}
+
+/* The exit status: 1 if any point failed. */
+static inline int tap_done(void)
+{
+	return mw_tap.failed ? 1 : 0;
+}
+
+/* Check an int result against the expected one, printing both. */
+#define CHECK_EQ(got, want, ...) do {					\
+	long long g_ = (long long)(got), w_ = (long long)(want);	\
+	if (!tap_ok(g_ == w_, __VA_ARGS__))				\
+		tap_diag("  got %lld, want %lld (%s)", g_, w_, #got);	\
+} while (0)
+
+/*
+ * The test cannot go on: "Bail out! WHAT: strerror(errno)", with the run's
+ * seed for the replay when there is one (seed: NULL otherwise), exit 1.
+ */
+__attribute__((noreturn))
+static inline void mw_bail(const char *what, const uint64_t *seed)
+{
+	const char *err = strerror(errno);
+
+	if (seed)
+		printf("Bail out! %s: %s (seed %" PRIu64 ")\n", what, err, *seed);
+	else
+		printf("Bail out! %s: %s\n", what, err);
+	exit(1);
+}
+
+/* ---- the guest check ---------------------------------------------------- */
+
+/* Does the kernel command line hold the word memwatch.guest=1? */
+static inline bool mw_in_guest(void)
+{
+	char buf[4096] = " ";
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf + 1, sizeof(buf) - 3) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n + 1] = '\0';
+	if (buf[n] == '\n')
+		buf[n] = ' ';
+	else
+		strcat(buf, " ");
+	return strstr(buf, " memwatch.guest=1 ") != NULL;
+}
+
+/* Refuse to run outside the guest (exit 1); then stdout line-buffered. */
+static inline void tap_guest_only(void)
+{
+	if (!mw_in_guest()) {
+		printf("not in the memwatch guest, refusing\n");
+		exit(1);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* ---- random numbers ----------------------------------------------------- */
+
+/* splitmix64: the next number of the stream *state. */
+static inline uint64_t mw_rnd(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A number in [0, n) (0 for n = 0). */
+static inline uint64_t mw_rndn(uint64_t *state, uint64_t n)
+{
+	return n ? mw_rnd(state) % n : 0;
+}
+
+/* ---- uapi the system headers may lack ----------------------------------- */
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 4U
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MPOL_MF_MOVE
+#define MPOL_MF_MOVE (1 << 1)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef UFFDIO_CONTINUE_MODE_WP
+#define UFFDIO_CONTINUE_MODE_WP ((__u64)1 << 1)
+#endif
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE 0x05
+#endif
+#ifndef _UFFDIO_POISON
+#define _UFFDIO_POISON 0x08
+#endif
+
+/* PAGEMAP_SCAN, the ioctl on /proc/PID/pagemap (upstream 6.7's ABI). */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	__u64 start, end, categories;
+};
+struct pm_scan_arg {
+	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	__u64 category_inverted, category_mask, category_anyof_mask;
+	__u64 return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PM_SCAN_WP_MATCHING (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+#define PAGE_IS_WPALLOWED (1 << 0)
+#define PAGE_IS_WRITTEN (1 << 1)
+#define PAGE_IS_FILE (1 << 2)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PAGE_IS_HUGE (1 << 6)
+#endif
+#ifndef PAGE_IS_SOFT_DIRTY
+#define PAGE_IS_SOFT_DIRTY (1 << 7)
+#endif
+
+#endif /* MW_TEST_H */
