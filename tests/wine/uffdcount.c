@@ -7,7 +7,8 @@
  *   uffd_open    userfaultfd(2) calls that returned a descriptor
  *   api_async    UFFDIO_API calls that succeeded with UFFD_FEATURE_WP_ASYNC
  *                asked and granted
- *   api_fail     UFFDIO_API calls that asked for WP_ASYNC and failed
+ *   api_fail     UFFDIO_API calls that failed (Wine asks for WP_ASYNC;
+ *                a kernel without it refuses the call)
  *   register_wp  UFFDIO_REGISTER calls with MODE_WP that succeeded
  *   wp           UFFDIO_WRITEPROTECT calls that succeeded
  *   scan         PAGEMAP_SCAN calls that succeeded
