@@ -46,16 +46,16 @@ tests:
 
 ## check       the test command: debug kernel, all suites in the guest, then
 ##             the fallback suites on Debian's unpatched 6.1 (a second guest),
-##             the library on upstream 6.12 (a third), CRIU 4.2 on the
-##             release kernels (make clients), then the differential
-##             conformance run against upstream 6.12 (Wine: make wine, not
-##             yet here, see tests/wine/README.md)
+##             the library on upstream 6.12 (a third), CRIU 4.2 and Wine
+##             11.0 on the release kernels (make clients), then the
+##             differential conformance run against upstream 6.12
 check: deps tree
 	@scripts/build-kernel --debug
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
 	@scripts/build-criu
+	@scripts/build-wine
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
