@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs clients wine
+	conformance soak deb check-configs clients wine upstream-patches
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -79,6 +79,17 @@ deb: deps
 ##             series' files fails (TAP)
 check-configs: deps
 	@scripts/check-configs
+
+## upstream-patches  kernel/upstream/ (our fixes upstream lacks, as format-patch
+##             files against Debian's linux-source-6.12): checkpatch --strict,
+##             applied and built in build/upstream-patches/ (test.config), the
+##             patched uffd-unit-tests run on Debian's 6.12 (its new cases must
+##             fail) and on the patched kernel (they must pass, the rest pass
+##             or match); TAP on stdout.  Not part of make check
+upstream-patches: deps
+	@scripts/prepare-upstream >&2
+	@scripts/mkinitramfs >&2
+	@scripts/upstream-patches
 
 ## clients     real upstream clients in the guest: CRIU 4.2 (scripts/build-criu)
 ##             checkpoints and restores zdtm programs on the release kernel
