@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs clients wine upstream-patches
+	conformance soak deb check-configs check-series clients wine upstream-patches
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -79,6 +79,15 @@ deb: deps
 ##             series' files fails (TAP)
 check-configs: deps
 	@scripts/check-configs
+
+## check-series  every patch builds on its own: the series applied one patch
+##             at a time in build/series/ (build/linux untouched), vmlinux of
+##             the release configuration after each patch that touches kernel
+##             code, the selftest programs after each that touches them,
+##             checkpatch --strict on each (scripts/check-series; TAP).  Not
+##             part of make check: a kernel build per patch
+check-series: deps tree
+	@scripts/check-series
 
 ## upstream-patches  kernel/upstream/ (our fixes upstream lacks, as format-patch
 ##             files against Debian's linux-source-6.12): checkpatch --strict,
