@@ -29,6 +29,14 @@ DIE_STATUS=${DIE_STATUS:-1}
 msg() { echo "$PROG: $*"; }
 die() { echo "$PROG: error: $*" >&2; exit "$DIE_STATUS"; }
 
+# kbuild_env TOP: the environment of every kernel build here: reproducible
+# kbuild stamps and ccache paths relative to TOP (so clean clones hit).
+kbuild_env() {
+	export KBUILD_BUILD_TIMESTAMP="Sat Jan  1 00:00:00 UTC 2000"
+	export KBUILD_BUILD_USER=memwatch KBUILD_BUILD_HOST=memwatch
+	export CCACHE_BASEDIR=$1 CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros
+}
+
 config_want() {
 	local config=$1 f line opt val bad=0
 	shift
