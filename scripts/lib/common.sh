@@ -30,11 +30,27 @@ msg() { echo "$PROG: $*"; }
 die() { echo "$PROG: error: $*" >&2; exit "$DIE_STATUS"; }
 
 # kbuild_env TOP: the environment of every kernel build here: reproducible
-# kbuild stamps and ccache paths relative to TOP (so clean clones hit).
+# kbuild stamps and ccache paths relative to TOP (so clean clones hit), and
+# the Debian packaging's names.  KDEB_PKGVERSION is the version of our
+# packages (<kernel/BASE>+memwatch1); bindeb-pkg's debian/rules builds with
+# KBUILD_BUILD_VERSION set to its revision (after the last "-": the "#..."
+# of uname -v), so every build takes that number rather than the counter
+# in .version: packaging a kernel just built relinks nothing.  LOCALVERSION
+# set and empty keeps setlocalversion from appending "+" (a git tree not at
+# a tag) to CONFIG_LOCALVERSION: uname -r is <version><CONFIG_LOCALVERSION>.
 kbuild_env() {
 	export KBUILD_BUILD_TIMESTAMP="Sat Jan  1 00:00:00 UTC 2000"
 	export KBUILD_BUILD_USER=memwatch KBUILD_BUILD_HOST=memwatch
 	export CCACHE_BASEDIR=$1 CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros
+	export KDEB_PKGVERSION KDEB_CHANGELOG_DIST=bookworm DEBEMAIL="memwatch <memwatch@invalid>"
+	KDEB_PKGVERSION="$(cat "$1/kernel/BASE")+memwatch1"
+	export KBUILD_BUILD_VERSION=${KDEB_PKGVERSION##*-} LOCALVERSION=
+}
+
+# tree_state TREE: the commit and the edits of a git work tree, one line
+# (what build/headers and the test packages were made from).
+tree_state() {
+	echo "$(git -C "$1" rev-parse HEAD) $(git -C "$1" status --porcelain --untracked-files=no | sha256sum)"
 }
 
 config_want() {
