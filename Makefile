@@ -26,7 +26,8 @@ deps:
 tree: deps
 	@scripts/prepare-tree
 
-## kernel      build the release test kernel (DEBUG=1: the debug one) + headers
+## kernel      build the release test kernel and its packages (DEBUG=1: the
+##             debug kernel) + headers
 kernel headers: tree
 	@scripts/build-kernel $(KFLAVOUR)
 
@@ -44,7 +45,8 @@ initramfs:
 tests:
 	@scripts/build-tests debug
 
-## check       the test command: debug kernel, all suites in the guest, then
+## check       the test command: debug kernel, all suites in the guest, the
+##             release kernel's packages (scripts/check-deb) and suites, then
 ##             the fallback suites on Debian's unpatched 6.1 (a second guest),
 ##             the library on upstream 6.12 (a third), CRIU 4.2 and Wine
 ##             11.0 on the release kernels (make clients), then the
@@ -61,15 +63,16 @@ check: deps tree
 	@scripts/check
 
 ## deb         Debian packages of linux-source-6.1 + kernel/patches with
-##             bindeb-pkg into build/deb/$(DEB_CONFIG)/ (linux-image,
-##             linux-headers, linux-libc-dev): DEB_CONFIG=debian (default:
-##             Debian's own config, a distribution kernel, hours) or
-##             DEB_CONFIG=test (the harness's small config); then
-##             scripts/check-deb: contents, scratch install, the series'
-##             selftests built against the packaged uapi and run on the
-##             packaged kernel in QEMU; TAP
+##             bindeb-pkg (linux-image, linux-headers, linux-libc-dev):
+##             DEB_CONFIG=debian (default: Debian's own config, a
+##             distribution kernel, hours; build/deb/debian/) or
+##             DEB_CONFIG=test (the release kernel, which make kernel
+##             packages: build/kernel/release/deb/); then scripts/check-deb:
+##             contents, scratch install, the series' selftests built
+##             against the packaged uapi and run on the packaged kernel in
+##             QEMU; TAP (make check runs the test config's)
 DEB_CONFIG ?= debian
-deb: deps
+deb: deps $(if $(filter test,$(DEB_CONFIG)),tree)
 	@scripts/build-deb --config $(DEB_CONFIG)
 	@scripts/check-deb --config $(DEB_CONFIG)
 
