@@ -173,16 +173,17 @@ demo: deps tree lib
 
 ## bench       release kernel; in guests under -icount: bench/pagemap_scan
 ##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21), bench/arming
-##             (arming cost, page tables, first writes) and bench/scaling
-##             (get+reset vs range size, THP, hugetlb); BENCH_ICOUNT=0:
+##             (arming cost, page tables, first writes), bench/scaling
+##             (get+reset vs range size, THP, hugetlb) and bench/ww_steps
+##             (what a written page costs a harvest); BENCH_ICOUNT=0:
 ##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side;
-##             BENCH_SCAN_ONLY=1: pagemap_scan only.  Tables, *.dat and
+##             BENCH_SCAN_ONLY=1: pagemap_scan and ww_steps only.  Tables, *.dat and
 ##             gnuplot *.svg in build/bench/ (scripts/bench)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
-BENCH_PROGS := pagemap_scan arming scaling
+BENCH_PROGS := pagemap_scan arming scaling ww_steps
 bench: deps tree
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/bench
