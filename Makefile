@@ -76,10 +76,14 @@ deb: deps $(if $(filter test,$(DEB_CONFIG)),tree)
 	@scripts/build-deb --config $(DEB_CONFIG)
 	@scripts/check-deb --config $(DEB_CONFIG)
 
-## check-configs  compile mm/, fs/proc/, fs/userfaultfd.o of the series with
-##             W=1 for Debian's amd64 config, arm64 and i386 defconfigs and a
-##             minimal x86_64 config; any error or any warning in the
-##             series' files fails (TAP)
+## check-configs  compile the series with W=1: for Debian's amd64 config and
+##             arm64 defconfig (clang) the objects it reaches (the .c files
+##             it touches and the direct includers, in mm/, fs/, fs/proc/,
+##             kernel/, of its include/linux/ headers; those the config
+##             does not build dropped and named), for i386 defconfig and a
+##             minimal x86_64 config all of mm/ and fs/proc/ (i386: and
+##             fs/userfaultfd.o); any error or any warning in the series'
+##             files fails (TAP)
 check-configs: deps
 	@scripts/check-configs
 
