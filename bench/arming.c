@@ -66,12 +66,6 @@
 static int uffd, pagemap;
 static long psz;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "arming: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
 /* A /proc/meminfo field in kB, per-cpu counters folded first. */
 static long meminfo_kb(const char *field)
 {
@@ -85,12 +79,12 @@ static long meminfo_kb(const char *field)
 	if (fd >= 0) {
 		/* EINVAL if a counter went negative: folded anyway */
 		if (write(fd, "1", 1) < 0 && errno != EINVAL)
-			die("stat_refresh");
+			bench_die("stat_refresh");
 		close(fd);
 	}
 	f = fopen("/proc/meminfo", "r");
 	if (!f)
-		die("/proc/meminfo");
+		bench_die("/proc/meminfo");
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, field, len) && line[len] == ':')
 			kb = atol(line + len + 1);
@@ -106,7 +100,7 @@ static long smaps_kb(const char *field)
 	FILE *f = fopen("/proc/self/smaps_rollup", "r");
 
 	if (!f)
-		die("smaps_rollup");
+		bench_die("smaps_rollup");
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, field, len) && line[len] == ':')
 			kb = atol(line + len + 1);
@@ -121,9 +115,9 @@ static char *map_range(long size, int reg)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (m == MAP_FAILED)
-		die("mmap");
+		bench_die("mmap");
 	if (madvise(m, size, MADV_NOHUGEPAGE))
-		die("MADV_NOHUGEPAGE");
+		bench_die("MADV_NOHUGEPAGE");
 	if (!reg)
 		return m;
 	r = (struct uffdio_register){
@@ -131,7 +125,7 @@ static char *map_range(long size, int reg)
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
 	if (ioctl(uffd, UFFDIO_REGISTER, &r))
-		die("UFFDIO_REGISTER");
+		bench_die("UFFDIO_REGISTER");
 	return m;
 }
 
@@ -143,7 +137,7 @@ static void wp(char *m, long size, int on)
 	};
 
 	if (ioctl(uffd, UFFDIO_WRITEPROTECT, &w))
-		die("UFFDIO_WRITEPROTECT");
+		bench_die("UFFDIO_WRITEPROTECT");
 }
 
 static long scan_reset(char *m, long size)
@@ -157,7 +151,7 @@ static long scan_reset(char *m, long size)
 	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
 
 	if (n < 0)
-		die("PAGEMAP_SCAN");
+		bench_die("PAGEMAP_SCAN");
 	return n;
 }
 
@@ -188,7 +182,7 @@ struct range {
 static void op_fresh(struct range *r)
 {
 	if (r->m && munmap(r->m, r->size))
-		die("munmap");
+		bench_die("munmap");
 	r->m = map_range(r->size, 1);
 }
 
@@ -252,22 +246,22 @@ static void thp_arming(long mib, int reps)
 	raw = mmap(NULL, r.size + huge, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (raw == MAP_FAILED)
-		die("mmap");
+		bench_die("mmap");
 	r.m = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
 	if (madvise(r.m, r.size, MADV_HUGEPAGE))
-		die("MADV_HUGEPAGE");
+		bench_die("MADV_HUGEPAGE");
 	touch_all(r.m, r.size);
 	thp = smaps_kb("AnonHugePages");
 	reg = (struct uffdio_register){
 		.range = { (uintptr_t)r.m, r.size }, .mode = UFFDIO_REGISTER_MODE_WP,
 	};
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		die("UFFDIO_REGISTER");
+		bench_die("UFFDIO_REGISTER");
 	measure(mib, "thp_populated_wp", reps, &r, op_unwp, op_wp);
 	printf("# thp: AnonHugePages %ld kB of %ld (before), %ld kB (after)\n",
 	       thp, mib * 1024, smaps_kb("AnonHugePages"));
 	if (munmap(raw, r.size + huge))
-		die("munmap");
+		bench_die("munmap");
 }
 
 static void arming(long mib, int reps)
@@ -282,7 +276,7 @@ static void arming(long mib, int reps)
 	op_fresh(&r);
 	measure(mib, "scan_reset_untouched_unarmed", reps, &r, NULL, op_scan);
 	if (munmap(r.m, r.size))
-		die("munmap");
+		bench_die("munmap");
 
 	/* b, c: populated; only when it fits with 256 MiB to spare */
 	if (meminfo_kb("MemAvailable") / 1024 < mib + 256) {
@@ -299,7 +293,7 @@ static void arming(long mib, int reps)
 	op_wp(&r);
 	measure(mib, "scan_reset_written", reps, &r, op_touch, op_scan);
 	if (munmap(r.m, r.size))
-		die("munmap");
+		bench_die("munmap");
 	thp_arming(mib, reps);
 }
 
@@ -390,7 +384,7 @@ static void first_writes(void)
 	touch_all(m, size);
 	fd = open("/proc/self/clear_refs", O_WRONLY);
 	if (fd < 0 || write(fd, "4", 1) != 1)
-		die("clear_refs");
+		bench_die("clear_refs");
 	close(fd);
 	first_write("fw_softdirty", m, base);
 	munmap(m, size);
@@ -398,10 +392,10 @@ static void first_writes(void)
 	m = map_range(size, 0);
 	touch_all(m, size);
 	if (sigaction(SIGSEGV, &sa, NULL))
-		die("sigaction");
+		bench_die("sigaction");
 	mp_base = m;
 	if (mprotect(m, size, PROT_READ))
-		die("mprotect");
+		bench_die("mprotect");
 	first_write("fw_mprotect", m, base);
 	if (mp_hits != FW_PAGES)
 		fprintf(stderr, "arming: mprotect: %ld faults for %d pages\n", mp_hits, FW_PAGES);
@@ -420,7 +414,7 @@ int main(int argc, char **argv)
 	}
 	psz = sysconf(_SC_PAGESIZE);
 	if (bench_open_wp_async(&pagemap, &uffd))
-		die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
+		bench_die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
 
 	printf("# arming: anon 4K ranges, uffd WP_ASYNC|WP_UNPOPULATED, median of %d reps; "
 	       "MemTotal %ld MiB\n", reps, meminfo_kb("MemTotal") / 1024);

@@ -3,13 +3,24 @@
 #ifndef MEMWATCH_BENCH_H
 #define MEMWATCH_BENCH_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+
+/* "PROGRAM: what: errno's message" on stderr, exit status 1. */
+static inline void __attribute__((noreturn)) bench_die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
+		strerror(errno));
+	exit(1);
+}
 
 static inline double now_us(void)
 {

@@ -51,12 +51,6 @@ struct bench {
 	struct page_region vec[MAXR];
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "pagemap_scan: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
 static long pm_scan(struct bench *b, char *start, long pages, int out,
 		    uint64_t flags, uint64_t inv, uint64_t mask, uint64_t ret)
 {
@@ -71,7 +65,7 @@ static long pm_scan(struct bench *b, char *start, long pages, int out,
 	long n = ioctl(b->pagemap, PAGEMAP_SCAN, &arg);
 
 	if (n < 0)
-		die("PAGEMAP_SCAN");
+		bench_die("PAGEMAP_SCAN");
 	return n;
 }
 
@@ -96,7 +90,7 @@ static void run_case(struct bench *b, const char *name, int rounds,
 	int r, v;
 
 	if (!t)
-		die("calloc");
+		bench_die("calloc");
 	for (r = 0; r < rounds; r++) {
 		for (v = 0; v < nvar; v++) {
 			double t0;
@@ -222,13 +216,13 @@ static long softdirty_get_reset(struct bench *b)
 		chunk = b->pages - i < (1 << 16) ? b->pages - i : (1 << 16);
 		if (pread(b->pagemap, ent, chunk * sizeof(uint64_t),
 			  off + i * sizeof(uint64_t)) != (ssize_t)(chunk * sizeof(uint64_t)))
-			die("pagemap read");
+			bench_die("pagemap read");
 		for (long j = 0; j < chunk; j++)
 			n += (ent[j] >> 55) & 1;
 	}
 	fd = open("/proc/self/clear_refs", O_WRONLY);
 	if (fd < 0 || write(fd, "4", 1) != 1)
-		die("clear_refs");
+		bench_die("clear_refs");
 	close(fd);
 	return n;
 }
@@ -266,15 +260,15 @@ static void mprotect_arm(struct bench *b)
 	mp.rec = calloc(b->pages, sizeof(*mp.rec));
 	mp.out = calloc(b->pages, sizeof(*mp.out));
 	if (!mp.rec || !mp.out || sigaction(SIGSEGV, &sa, NULL))
-		die("mprotect arm");
+		bench_die("mprotect arm");
 	if (mprotect(b->mem, b->pages * b->psz, PROT_READ))
-		die("mprotect");
+		bench_die("mprotect");
 }
 
 static void mprotect_disarm(struct bench *b)
 {
 	if (mprotect(b->mem, b->pages * b->psz, PROT_READ | PROT_WRITE))
-		die("mprotect");
+		bench_die("mprotect");
 	signal(SIGSEGV, SIG_DFL);
 	free(mp.rec);
 	free(mp.out);
@@ -287,7 +281,7 @@ static long mprotect_get_reset(struct bench *b)
 	memcpy(mp.out, mp.rec, n * sizeof(*mp.out));
 	mp.n = 0;
 	if (mprotect(b->mem, b->pages * b->psz, PROT_READ))
-		die("mprotect");
+		bench_die("mprotect");
 	return n;
 }
 
@@ -316,7 +310,7 @@ int main(int argc, char **argv)
 	char *file;
 
 	if (!b)
-		die("calloc");
+		bench_die("calloc");
 	b->psz = sysconf(_SC_PAGESIZE);
 	b->pages = argc > 1 ? atol(argv[1]) : 32768;
 	if (b->pages <= 0 || rounds <= 0) {
@@ -325,11 +319,11 @@ int main(int argc, char **argv)
 	}
 	b->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	if (b->pagemap < 0)
-		die("open pagemap");
+		bench_die("open pagemap");
 	b->mem = mmap(NULL, 2 * b->pages * b->psz, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b->mem == MAP_FAILED)
-		die("mmap");
+		bench_die("mmap");
 	/* The anon half stays in 4K pages: the pte loop is what is measured. */
 	madvise(b->mem, b->pages * b->psz, MADV_NOHUGEPAGE);
 	memset(b->mem, 1, b->pages * b->psz);
@@ -366,7 +360,7 @@ int main(int argc, char **argv)
 
 	b->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (b->uffd < 0 || ioctl(b->uffd, UFFDIO_API, &api))
-		die("userfaultfd WP_ASYNC");
+		bench_die("userfaultfd WP_ASYNC");
 	reg = (struct uffdio_register){
 		.range = { (uintptr_t)b->mem, b->pages * b->psz },
 		.mode = UFFDIO_REGISTER_MODE_WP,
@@ -376,7 +370,7 @@ int main(int argc, char **argv)
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
 	if (ioctl(b->uffd, UFFDIO_REGISTER, &reg) || ioctl(b->uffd, UFFDIO_WRITEPROTECT, &wp))
-		die("uffd register/protect");
+		bench_die("uffd register/protect");
 
 	{
 		static const char *const vn[] = { "PAGEMAP_SCAN fast path" };
@@ -417,11 +411,11 @@ int main(int argc, char **argv)
 	/* Rule 14: PAGE_IS_FILE costs a page lookup per pte, only when asked. */
 	memfd = syscall(__NR_memfd_create, "bench", 0);
 	if (memfd < 0 || ftruncate(memfd, b->pages * b->psz))
-		die("memfd");
+		bench_die("memfd");
 	file = mmap(b->mem + b->pages * b->psz, b->pages * b->psz, PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_FIXED, memfd, 0);
 	if (file == MAP_FAILED)
-		die("mmap memfd");
+		bench_die("mmap memfd");
 	memset(file, 1, b->pages * b->psz);
 	{
 		static const char *const vn[] = { "return PRESENT", "return PRESENT|FILE" };

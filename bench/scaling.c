@@ -46,12 +46,6 @@ static long psz;
 static struct page_region *vec;
 static long vec_len, stale_walk_end;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "scaling: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
 static long field_kb(const char *path, const char *field)
 {
 	char line[256];
@@ -81,7 +75,7 @@ static long ww_fast(char *m, long size, long *pages)
 	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
 
 	if (n < 0)
-		die("PAGEMAP_SCAN");
+		bench_die("PAGEMAP_SCAN");
 	if (n >= vec_len) {
 		fprintf(stderr, "scaling: vec of %ld regions too short\n", vec_len);
 		exit(1);
@@ -118,7 +112,7 @@ static void run(long mib, enum backing b, int rounds)
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 
 	if (!t)
-		die("calloc");
+		bench_die("calloc");
 	if (b == B_HUGETLB)
 		flags |= MAP_HUGETLB;
 	/* 2 MiB aligned, so that THPs can back all of it */
@@ -130,7 +124,7 @@ static void run(long mib, enum backing b, int rounds)
 	}
 	m = (char *)(((uintptr_t)raw + HPAGE - 1) & ~(uintptr_t)(HPAGE - 1));
 	if (b != B_HUGETLB && madvise(m, size, b == B_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
-		die("madvise");
+		bench_die("madvise");
 	for (long off = 0; off < size; off += b == B_HUGETLB ? HPAGE : psz)
 		m[off] = 1;
 	if (b == B_THP)
@@ -142,7 +136,7 @@ static void run(long mib, enum backing b, int rounds)
 		.range = { (uintptr_t)m, size }, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg) || ioctl(uffd, UFFDIO_WRITEPROTECT, &w))
-		die("uffd register/protect");
+		bench_die("uffd register/protect");
 
 	for (int c = 0; c < 3; c++) {
 		long n = 0, pages = 0;
@@ -171,7 +165,7 @@ static void run(long mib, enum backing b, int rounds)
 			thp_report(c ? "after this case" : "after this case (armed)");
 	}
 	if (munmap(raw, maplen))
-		die("munmap");
+		bench_die("munmap");
 	free(t);
 }
 
@@ -187,12 +181,12 @@ int main(int argc, char **argv)
 	}
 	psz = sysconf(_SC_PAGESIZE);
 	if (bench_open_wp_async(&pagemap, &uffd))
-		die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
+		bench_die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");
 	/* 1% written: one region per written page */
 	vec_len = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1] * MIB / psz / 100 + 64;
 	vec = calloc(vec_len, sizeof(*vec));
 	if (!vec)
-		die("calloc");
+		bench_die("calloc");
 
 	printf("# scaling: write-watch get+reset, populated armed range, median of %d "
 	       "rounds; MemTotal %ld MiB\n", rounds, field_kb("/proc/meminfo", "MemTotal") / 1024);

@@ -32,12 +32,6 @@ struct ctx {
 	struct page_region *vec;
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "ww_steps: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
 static long scan(struct ctx *c, int out, int wp)
 {
 	struct pm_scan_arg arg = {
@@ -50,7 +44,7 @@ static long scan(struct ctx *c, int out, int wp)
 	long n = ioctl(c->pagemap, PAGEMAP_SCAN, &arg);
 
 	if (n < 0)
-		die("PAGEMAP_SCAN");
+		bench_die("PAGEMAP_SCAN");
 	return n;
 }
 
@@ -76,7 +70,7 @@ static double measure(struct ctx *c, int s, long stride, int rounds, long *res)
 	int r;
 
 	if (!t)
-		die("calloc");
+		bench_die("calloc");
 	for (r = 0; r < rounds; r++) {
 		double t0;
 
@@ -119,11 +113,11 @@ int main(int argc, char **argv)
 	}
 	c.vec = calloc(MAXR, sizeof(*c.vec));
 	if (!c.vec || bench_open_wp_async(&c.pagemap, &c.uffd))
-		die("pagemap/userfaultfd");
+		bench_die("pagemap/userfaultfd");
 	c.mem = mmap(NULL, c.pages * c.psz, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c.mem == MAP_FAILED)
-		die("mmap");
+		bench_die("mmap");
 	madvise(c.mem, c.pages * c.psz, MADV_NOHUGEPAGE);
 	memset(c.mem, 1, c.pages * c.psz);
 	reg = (struct uffdio_register){
@@ -136,7 +130,7 @@ int main(int argc, char **argv)
 	};
 	if (ioctl(c.uffd, UFFDIO_REGISTER, &reg) ||
 	    ioctl(c.uffd, UFFDIO_WRITEPROTECT, &wp))
-		die("uffd register/protect");
+		bench_die("uffd register/protect");
 
 	printf("# %ld pages of 4K anon, %d rounds, median us per call\n",
 	       c.pages, rounds);
