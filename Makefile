@@ -179,15 +179,19 @@ demo: deps tree lib
 ##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21), bench/arming
 ##             (arming cost, page tables, first writes), bench/scaling
 ##             (get+reset vs range size, THP, hugetlb) and bench/ww_steps
-##             (what a written page costs a harvest); BENCH_ICOUNT=0:
-##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side;
+##             (what a written page costs a harvest), bench/marker
+##             (untouched 1-16 GiB: arming, empty harvest, first writes);
+##             BENCH_ICOUNT=0: wall clock; UPSTREAM=1: also on upstream
+##             6.12, side by side; MARKER_OFF=1: bench/marker again on our
+##             kernel booted with uffd_wp_pmd_marker=off, side by side;
 ##             BENCH_SCAN_ONLY=1: pagemap_scan and ww_steps only.  Tables, *.dat and
 ##             gnuplot *.svg in build/bench/ (scripts/bench)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
-BENCH_PROGS := pagemap_scan arming scaling ww_steps
+MARKER_OFF ?= 0
+BENCH_PROGS := pagemap_scan arming scaling ww_steps marker
 bench: deps tree
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/bench
@@ -196,6 +200,7 @@ bench: deps tree
 			-o $(BUILD)/bench/$$p bench/$$p.c || exit 1; \
 	done
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
+		$(if $(filter 1,$(MARKER_OFF)),--marker-off) \
 		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \
 		$(if $(filter 1,$(BENCH_SCAN_ONLY)),--scan-only) -- $(BENCH_ARGS)
 
