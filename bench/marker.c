@@ -111,23 +111,7 @@ static void print_stats(const char *when)
 
 static char *map_range(struct bench *b, long size, int reg)
 {
-	struct uffdio_register r;
-	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (m == MAP_FAILED)
-		bench_die("mmap");
-	if (madvise(m, size, MADV_NOHUGEPAGE))
-		bench_die("MADV_NOHUGEPAGE");
-	if (!reg)
-		return m;
-	r = (struct uffdio_register){
-		.range = { (uintptr_t)m, size },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	if (ioctl(b->uffd, UFFDIO_REGISTER, &r))
-		bench_die("UFFDIO_REGISTER");
-	return m;
+	return bench_map_range(b->uffd, size, reg);
 }
 
 static void arm(struct bench *b, char *m, long size)
