@@ -10,6 +10,7 @@
  *   mw_meminfo_kb("PageTables") a /proc/meminfo field in kB, or -errno
  *   mw_marker_read(&s)         the counters; -ENOENT: no marker in this kernel
  *   mw_marker_print(&a, &b)    "# marker NAME +DELTA" for each counter
+ *   mw_reserve_alone(len)      a reservation no other mapping shares tables with
  */
 #ifndef MW_MARKER_H
 #define MW_MARKER_H
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MW_MARKER_DIR "/sys/kernel/debug/uffd_wp_pmd_marker"
 
@@ -112,6 +114,34 @@ static inline void mw_marker_print(const struct mw_marker_stats *a,
 		printf("# marker %-17s %s%llu\n", mw_marker_name[i],
 		       b->seen[i] ? "+" : "(absent) ",
 		       (unsigned long long)mw_marker_delta(a, b, i));
+}
+
+/*
+ * A PROT_NONE MAP_NORESERVE reservation of len bytes (at most 512 GiB)
+ * alone in a 512 GiB-aligned range (a pgd entry of 4-level paging): no
+ * other mapping shares its pud, pmd or pte tables, so munmap frees every
+ * table its use allocated and VmPTE goes back exactly; NULL if none of the
+ * candidate ranges (from 16 TiB up) is free.
+ */
+static inline void *mw_reserve_alone(size_t len)
+{
+	const uintptr_t step = 512UL << 30;
+
+	for (uintptr_t a = 32 * step; a < 200 * step; a += step) {
+		void *p = mmap((void *)a, step, PROT_NONE, MAP_PRIVATE |
+			       MAP_ANONYMOUS | MAP_NORESERVE |
+			       MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (p == MAP_FAILED)
+			continue;
+		if (p != (void *)a) {	/* a kernel without NOREPLACE */
+			munmap(p, step);
+			continue;
+		}
+		munmap((char *)p + len, step - len);
+		return p;
+	}
+	return NULL;
 }
 
 #endif

@@ -494,16 +494,22 @@ static void sparse_setup(struct ctx *c, enum kind k, uint32_t first,
 	pthread_rwlock_init(&r->lock, &at);
 }
 
+/* The whole reservation of sparse region r: its length and the park. */
+static size_t sparse_span(const struct region *r)
+{
+	return r->len + HPSZ;
+}
+
 /*
- * Map sparse region r untouched, 1 GiB-aligned (its pmd and pte tables
- * are its own, so munmap frees them all) with its park behind it,
- * register it and arm it; returns the arming time in µs.
+ * Map sparse region r untouched, alone in its 512 GiB (no other mapping
+ * shares its page tables: munmap frees them all), with its park behind
+ * it, register it and arm it; returns the arming time in µs.
  */
 static double sparse_map(struct ctx *c, struct region *r)
 {
 	struct timespec t0, t1;
 
-	r->base = reserve(r->len + HPSZ, 1UL << 30);
+	r->base = mw_reserve_alone(sparse_span(r));
 	if (!r->base || map_part(r, r->base, r->len, 0) ||
 	    uffd_wp_register(c, r->base, r->len))
 		mw_bail(kind_name[r->kind], &c->seed);
@@ -1814,7 +1820,7 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	}
 	pte_run = mw_vmpte_kb();
 	for (int i = 0; i < 2; i++)
-		if (munmap(c->reg[sk[i]].base, len + HPSZ))
+		if (munmap(c->reg[sk[i]].base, sparse_span(&c->reg[sk[i]])))
 			mw_bail("munmap", &c->seed);
 	pte_end = mw_vmpte_kb();
 	pt_end = mw_meminfo_kb("PageTables");
@@ -1971,8 +1977,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (c->sparse && (c->sparse_mib < 64 || c->sparse_mib % 2)) {
-		fprintf(stderr, "wostress: --sparse-mib: an even number of MiB, 64 or more\n");
+	if (c->sparse && (c->sparse_mib < 64 || c->sparse_mib > 65536 ||
+			  c->sparse_mib % 2)) {
+		fprintf(stderr, "wostress: --sparse-mib: an even number of MiB, 64 to 65536\n");
 		return 2;
 	}
 	if (c->nwriters < 1 || c->nwriters > MAXW) {
