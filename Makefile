@@ -152,10 +152,14 @@ conformance: deps tree
 	@scripts/mkinitramfs
 	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
 
-## soak        the write oracle, then the interface fuzzer, each for DURATION
-##             seconds (default 1800) on the debug kernel (SEED=N replays a
-##             run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer)
+## soak        the write oracle for DURATION seconds (default 1800), its
+##             sparse-range mode for SPARSE_DURATION (default 300, 2 x 2 GiB
+##             armed untouched), kwrites' sparse mode (4 GiB, all kinds of
+##             kernel writes), then the interface fuzzer for DURATION, on
+##             the debug kernel (SEED=N replays a run, WRITERS=N writer
+##             threads; FUZZ_SEED=N for the fuzzer)
 DURATION ?= 1800
+SPARSE_DURATION ?= 300
 WRITERS ?= 2
 soak: deps tree
 	@scripts/build-kernel --debug
@@ -164,6 +168,11 @@ soak: deps tree
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
 		--writers $(WRITERS) $(if $(SEED),--seed $(SEED))
+	@scripts/vm-run --debug --timeout $$(( $(SPARSE_DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
+		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED))
+	@scripts/vm-run --debug --timeout 1800 \
+		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw no --sparse --sparse-mib 4096
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))

@@ -1699,8 +1699,9 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	pthread_t wt[MAXW], dt;
 	uint64_t rng = c->seed, writes = 0, lost, lost_old, bad_data = 0;
 	uint64_t nt_bad = 0, nt_shown = 0;
+	/* the heap grows by about 2 MiB a second on the debug kernel */
 	size_t len = c->sparse_mib << 20, pad = (128UL << 20) +
-		     ((size_t)c->seconds << 20), logcap;
+		     ((size_t)c->seconds << 22), logcap;
 	struct mw_marker_stats m0, m1;
 	bool marker, heap_ok, pte_ok, ops_ok;
 	long pte0, pte_armed, pte_run, pte_end, pt0, pt_end;
@@ -1877,9 +1878,9 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	       c->late, c->excused_zero, lost_old);
 	printf("# VmPTE: %ld kB at the start, %ld kB armed, %ld kB at the end of the run, %ld kB after munmap; PageTables (machine) %ld -> %ld kB\n",
 	       pte0, pte_armed, pte_run, pte_end, pt0, pt_end);
-	if (!heap_ok)
-		printf("# the harness's heap outgrew its pre-touched pad of %zu MiB: VmPTE cannot be compared\n",
-		       pad >> 20);
+	printf("# the harness's heap: %zu MiB in use at the end, pre-touched pad %zu MiB%s\n",
+	       mallinfo2().uordblks >> 20, pad >> 20,
+	       heap_ok ? "" : ": outgrown, VmPTE cannot be compared");
 	if (marker)
 		mw_marker_print(&m0, &m1);
 	if (c->walk_errors)
