@@ -28,7 +28,13 @@
  * that explains them) and reported, not failed.
  *
  *   wostress [--seed N] [--seconds S] [--writers N] [--quiet] [--self-test]
- *            [--hot-thp]
+ *            [--hot-thp | --sparse [--sparse-mib M]]
+ *
+ * --sparse: two reservations of M MiB (default 1024) armed untouched, a
+ * few scattered pages written, a disruptor on 2 MiB chunks, page tables
+ * and the PMD-level marker's counters checked (see sparse_main()).  Its
+ * --self-test drops reports as below and adds a report of a page nobody
+ * wrote, and must find both.
  *
  * --hot-thp: two writers pinned to different CPUs hammer 4 pages of a
  * PMD-mapped THP while the harvester does get+reset on the whole huge page
