@@ -8,6 +8,7 @@
  *
  *   mw_vmpte_kb()              VmPTE in kB, or -errno
  *   mw_meminfo_kb("PageTables") a /proc/meminfo field in kB, or -errno
+ *   mw_marker_enabled()        its debugfs switch: 1, 0, or -errno
  *   mw_marker_read(&s)         the counters; -ENOENT: no marker in this kernel
  *   mw_marker_print(&a, &b)    "# marker NAME +DELTA" for each counter
  *   mw_reserve_alone(len)      a reservation no other mapping shares tables with
@@ -77,6 +78,19 @@ static inline long mw_vmpte_kb(void)
 static inline long mw_meminfo_kb(const char *field)
 {
 	return mw_proc_kb("/proc/meminfo", field);
+}
+
+/* MW_MARKER_DIR/enabled: 1, 0, or -errno (-ENOENT: no marker). */
+static inline int mw_marker_enabled(void)
+{
+	FILE *f = fopen(MW_MARKER_DIR "/enabled", "re");
+	int c;
+
+	if (!f)
+		return -errno;
+	c = fgetc(f);
+	fclose(f);
+	return c == '1' ? 1 : c == '0' ? 0 : -EINVAL;
 }
 
 /* 0, -ENOENT (no marker: the file is absent), or another -errno. */

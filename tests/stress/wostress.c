@@ -1709,7 +1709,7 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	size_t len = c->sparse_mib << 20, pad = (128UL << 20) +
 		     ((size_t)c->seconds << 22), logcap;
 	struct mw_marker_stats m0, m1;
-	bool marker, heap_ok, pte_ok, ops_ok;
+	bool marker, enabled, heap_ok, pte_ok, ops_ok;
 	long pte0, pte_armed, pte_run, pte_end, pt0, pt_end;
 	struct wlog *all;
 	char *heap_end, *pads[64];
@@ -1721,13 +1721,16 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
 	marker = mw_marker_read(&m0) == 0;
-	npoints = c->self_test ? 3 : marker ? 7 : 6;
+	enabled = marker && mw_marker_enabled() == 1;
+	npoints = c->self_test ? 3 : enabled ? 7 : 6;
 	printf("TAP version 13\n1..%d\n", npoints);
 	printf("# seed %" PRIu64 "; replay: %s --sparse --sparse-mib %zu --seed %" PRIu64 " --seconds %u --writers %u%s\n",
 	       c->seed, argv0, c->sparse_mib, c->seed, c->seconds,
 	       c->nwriters, c->self_test ? " --self-test" : "");
 	if (marker)
-		printf("# marker present: %s/stats\n", MW_MARKER_DIR);
+		printf("# marker present: %s/stats, %s\n", MW_MARKER_DIR,
+		       enabled ? "enabled: it must be used" :
+		       "disabled (enabled is not 1): its counters are printed, their use not required");
 	else
 		printf("# marker absent (no %s/stats): this run covers 512 pte markers per armed 2 MiB, not the PMD-level marker\n",
 		       MW_MARKER_DIR);
@@ -1741,8 +1744,8 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	c->u = calloc(c->nunits, sizeof(*c->u));
 	if (!c->u)
 		mw_bail("calloc", &c->seed);
-	/* The writers' logs: a write every ~50 µs per writer at most. */
-	logcap = (size_t)c->seconds * 20000 + 100000;
+	/* The writers' logs: a write every ~5 µs per writer at most. */
+	logcap = (size_t)c->seconds * 200000 + 100000;
 	if (logcap > LOGCAP)
 		logcap = LOGCAP;
 	for (unsigned int i = 0; i < c->nwriters; i++) {
@@ -1922,7 +1925,7 @@ static int sparse_main(struct ctx *c, const char *argv0)
 	       ops_ok ? "ok" : "not ok", c->ops_done[OP_REARM], c->ops_done[OP_UNPROTECT],
 	       c->ops_done[OP_DONTNEED], c->ops_done[OP_MREMAP],
 	       c->ops_done[OP_REMAP], c->ops_done[OP_FORK]);
-	if (marker) {
+	if (enabled) {
 		uint64_t ins = mw_marker_delta(&m0, &m1, MWM_installed);
 		uint64_t exp = mw_marker_delta(&m0, &m1, MWM_expanded_fault);
 
