@@ -152,10 +152,14 @@ conformance: deps tree
 	@scripts/mkinitramfs
 	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
 
-## soak        the write oracle, then the interface fuzzer, each for DURATION
-##             seconds (default 1800) on the debug kernel (SEED=N replays a
-##             run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer)
+## soak        the write oracle for DURATION seconds (default 1800), its
+##             sparse-range mode for SPARSE_DURATION (default 300, 2 x 2 GiB
+##             armed untouched), kwrites' sparse mode (4 GiB, all kinds of
+##             kernel writes), then the interface fuzzer for DURATION, on
+##             the debug kernel (SEED=N replays a run, WRITERS=N writer
+##             threads; FUZZ_SEED=N for the fuzzer)
 DURATION ?= 1800
+SPARSE_DURATION ?= 300
 WRITERS ?= 2
 soak: deps tree
 	@scripts/build-kernel --debug
@@ -164,6 +168,11 @@ soak: deps tree
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
 		--writers $(WRITERS) $(if $(SEED),--seed $(SEED))
+	@scripts/vm-run --debug --timeout $$(( $(SPARSE_DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
+		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED))
+	@scripts/vm-run --debug --timeout 1800 \
+		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw no --sparse --sparse-mib 4096
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
@@ -179,15 +188,19 @@ demo: deps tree lib
 ##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21), bench/arming
 ##             (arming cost, page tables, first writes), bench/scaling
 ##             (get+reset vs range size, THP, hugetlb) and bench/ww_steps
-##             (what a written page costs a harvest); BENCH_ICOUNT=0:
-##             wall clock; UPSTREAM=1: also on upstream 6.12, side by side;
+##             (what a written page costs a harvest), bench/marker
+##             (untouched 1-16 GiB: arming, empty harvest, first writes);
+##             BENCH_ICOUNT=0: wall clock; UPSTREAM=1: also on upstream
+##             6.12, side by side; MARKER_OFF=1: bench/marker again on our
+##             kernel booted with uffd_wp_pmd_marker=off, side by side;
 ##             BENCH_SCAN_ONLY=1: pagemap_scan and ww_steps only.  Tables, *.dat and
 ##             gnuplot *.svg in build/bench/ (scripts/bench)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
-BENCH_PROGS := pagemap_scan arming scaling ww_steps
+MARKER_OFF ?= 0
+BENCH_PROGS := pagemap_scan arming scaling ww_steps marker
 bench: deps tree
 	@scripts/build-kernel
 	@mkdir -p $(BUILD)/bench
@@ -196,6 +209,7 @@ bench: deps tree
 			-o $(BUILD)/bench/$$p bench/$$p.c || exit 1; \
 	done
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
+		$(if $(filter 1,$(MARKER_OFF)),--marker-off) \
 		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \
 		$(if $(filter 1,$(BENCH_SCAN_ONLY)),--scan-only) -- $(BENCH_ARGS)
 

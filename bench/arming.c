@@ -110,23 +110,7 @@ static long smaps_kb(const char *field)
 
 static char *map_range(long size, int reg)
 {
-	struct uffdio_register r;
-	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (m == MAP_FAILED)
-		bench_die("mmap");
-	if (madvise(m, size, MADV_NOHUGEPAGE))
-		bench_die("MADV_NOHUGEPAGE");
-	if (!reg)
-		return m;
-	r = (struct uffdio_register){
-		.range = { (uintptr_t)m, size },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &r))
-		bench_die("UFFDIO_REGISTER");
-	return m;
+	return bench_map_range(uffd, size, reg);
 }
 
 static void wp(char *m, long size, int on)

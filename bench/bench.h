@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 /* "PROGRAM: what: errno's message" on stderr, exit status 1. */
@@ -62,6 +64,32 @@ static inline int bench_open_wp_async(int *pagemap, int *uffd)
 	if (*uffd < 0 || ioctl(*uffd, UFFDIO_API, &api))
 		return -1;
 	return 0;
+}
+
+/*
+ * An anonymous MAP_PRIVATE|MAP_NORESERVE range of size bytes,
+ * MADV_NOHUGEPAGE (4K ptes, as Wine maps its views), registered MODE_WP
+ * on uffd if reg; exits on failure.
+ */
+static inline char *bench_map_range(int uffd, long size, int reg)
+{
+	struct uffdio_register r;
+	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (m == MAP_FAILED)
+		bench_die("mmap");
+	if (madvise(m, size, MADV_NOHUGEPAGE))
+		bench_die("MADV_NOHUGEPAGE");
+	if (!reg)
+		return m;
+	r = (struct uffdio_register){
+		.range = { (uintptr_t)m, size },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	if (ioctl(uffd, UFFDIO_REGISTER, &r))
+		bench_die("UFFDIO_REGISTER");
+	return m;
 }
 
 #endif

@@ -12,7 +12,8 @@
  *               writes pages pinned with FOLL_WRITE
  *   io-uring    IORING_OP_READ, buffered and O_DIRECT, through io_uring
  *
- * on anonymous 4K pages, a PMD-mapped THP and shmem.  For each pair:
+ * on anonymous 4K pages, a PMD-mapped THP and shmem (with --sparse instead:
+ * two large reservations armed untouched, see below).  For each pair:
  *
  *  exact   arm, let the kernel write some runs of pages (sub-page offsets
  *          where the kind allows), then a get+reset (PAGEMAP_SCAN,
@@ -35,9 +36,23 @@
  * (asserted, not skipped).
  *
  *   kwrites [--seed N] [--rounds N] [--writes N] [--pvw yes|no]
- *           [--only KIND] [--self-test]
+ *           [--only KIND] [--self-test] [--sparse [--sparse-mib M]]
  *
  * --only runs one kind of write (a name above), on the three memories.
+ *
+ * --sparse runs the pairs on two reservations of M MiB (default 1024)
+ * instead, anonymous MAP_NORESERVE, one MADV_NOHUGEPAGE (as Wine maps its
+ * views) and one with THP allowed, registered and armed untouched
+ * (WP_UNPOPULATED: where the kernel has it, a PMD-level marker per 2 MiB):
+ * each kernel write lands in a 2 MiB nobody touched before, mostly.
+ * Before each exact round one disruption of a 2 MiB chunk (MADV_DONTNEED
+ * of a range with edges inside chunks, mremap of an aligned chunk out and
+ * back, munmap + mmap + arm of a chunk, un-protect + re-protect, a re-arm
+ * of part of a chunk, fork) and a get+reset that absorbs it; the round's
+ * get must still be exact.  Then VmPTE must be back at its value before
+ * the reservations after their munmap (no page-table leak), and where the
+ * kernel has the marker's debugfs counters, their changes are printed and
+ * `installed` and `expanded_fault` must have moved.
  *
  * TAP output.  Runs only in the memwatch test guest (memwatch.guest=1).
  */
@@ -45,6 +60,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/userfaultfd.h>
@@ -67,6 +83,7 @@
 #include <unistd.h>
 
 #include "mw-test.h"
+#include "mw-marker.h"
 
 #define PSZ		4096UL
 #define HPSZ		(2UL << 20)
@@ -74,8 +91,11 @@
 #define MAXRUN		16		/* pages per kernel write */
 #define MAXREP		4096		/* regions per get */
 
-enum mkind { M_ANON, M_THP, M_SHMEM, M_N };
-static const char *const mname[M_N] = { "anon", "thp", "shmem" };
+enum mkind { M_ANON, M_THP, M_SHMEM, M_SPARSE, M_SPARSE_THP, M_N };
+static const char *const mname[M_N] = {
+	"anon", "thp", "shmem", "sparse", "sparse-thp",
+};
+/* The sparse ones: g.sparse_len. */
 static const size_t msize[M_N] = { 256 << 10, 2 * HPSZ, 256 << 10 };
 
 enum wkind { W_FILE, W_PIPE, W_PVW, W_PROCMEM, W_ODIRECT, W_URING, W_N };
@@ -110,7 +130,10 @@ struct harvest {
 static struct {
 	uint64_t seed, rng;
 	unsigned int rounds, writes;
-	bool self_test, pvw_expected;
+	bool self_test, pvw_expected, sparse;
+	size_t sparse_len;
+	int act[M_N], nact;		/* the memories the pairs run on */
+	uint64_t disrupted[8];		/* --sparse: per disruption */
 	int uffd, pm, ffd, dfd, hcmd_w, hrep_r, pipe_r;
 	pid_t helper;
 	struct mem mem[M_N];
@@ -336,6 +359,65 @@ static long uring_read(int fd, void *buf, size_t len, off_t off)
  * Map memory m (at 'at' when given), populate it (a THP: PMD-mapped huge
  * pages), register it for async write-protection and arm it.
  */
+static bool is_sparse(enum mkind m)
+{
+	return m == M_SPARSE || m == M_SPARSE_THP;
+}
+
+static void arm_range(void *p, size_t len, bool reg)
+{
+	struct uffdio_register r = {
+		.range = { (uintptr_t)p, len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp = {
+		.range = { (uintptr_t)p, len },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+
+	if ((reg && ioctl(g.uffd, UFFDIO_REGISTER, &r)) ||
+	    ioctl(g.uffd, UFFDIO_WRITEPROTECT, &wp))
+		mw_bail("register and arm", &g.seed);
+}
+
+/* Anonymous MAP_NORESERVE at 'at' (MAP_FIXED), THP as sparse memory m. */
+static void *map_sparse_at(enum mkind m, char *at, size_t len)
+{
+	void *p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		       MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+
+	if (p == MAP_FAILED)
+		mw_bail("mmap", &g.seed);
+	madvise(p, len, m == M_SPARSE_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* The whole reservation of a sparse memory: its length and the park. */
+static size_t sparse_span(void)
+{
+	return g.sparse_len + HPSZ;
+}
+
+/*
+ * Sparse memory m: g.sparse_len bytes alone in their 512 GiB (no other
+ * mapping shares their page tables: munmap frees them all) and a spare
+ * 2 MiB behind them (the park mremap moves a chunk to), registered and
+ * armed untouched.
+ */
+static void map_sparse(enum mkind m)
+{
+	struct mem *mm = &g.mem[m];
+	size_t len = g.sparse_len;
+	char *p = mw_reserve_alone(sparse_span());
+
+	if (!p)
+		mw_bail("mmap a reservation", &g.seed);
+	mm->base = map_sparse_at(m, p, len);
+	mm->len = len;
+	mm->npages = len / PSZ;
+	arm_range(mm->base, len, true);
+}
+
 static void map_mem(enum mkind m, char *at)
 {
 	struct mem *mm = &g.mem[m];
@@ -369,6 +451,67 @@ static void map_mem(enum mkind m, char *at)
 }
 
 /*
+ * --sparse: one disruption of sparse memory m before an exact round (its
+ * get+reset follows, which absorbs what it leaves written).
+ */
+static void disrupt(enum mkind m)
+{
+	struct mem *mm = &g.mem[m];
+	size_t nch = mm->len / HPSZ, ch = mw_rndn(&g.rng, nch);
+	char *c = mm->base + ch * HPSZ, *park = mm->base + mm->len;
+	size_t off = mw_rndn(&g.rng, 512) * PSZ;
+	size_t len = (1 + mw_rndn(&g.rng, 768)) * PSZ;
+	int op = mw_rndn(&g.rng, 6);
+	struct uffdio_writeprotect un = { .range = { (uintptr_t)c + off } };
+
+	if (off + len > mm->len - ch * HPSZ)
+		len = mm->len - ch * HPSZ - off;
+	switch (op) {
+	case 0:		/* DONTNEED, edges inside chunks */
+		if (madvise(c + off, len, MADV_DONTNEED))
+			mw_bail("MADV_DONTNEED", &g.seed);
+		break;
+	case 1:		/* mremap out and back; without EVENT_REMAP: again */
+		if (mremap(c, HPSZ, HPSZ, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   park) == MAP_FAILED ||
+		    mremap(park, HPSZ, HPSZ, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   c) == MAP_FAILED ||
+		    mmap(park, HPSZ, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+			mw_bail("mremap out and back", &g.seed);
+		arm_range(c, HPSZ, true);
+		break;
+	case 2:		/* munmap + mmap: an empty chunk, armed */
+		map_sparse_at(m, c, HPSZ);
+		arm_range(c, HPSZ, true);
+		break;
+	case 3:		/* un-protect and re-protect */
+		un.range.len = len;
+		if (ioctl(g.uffd, UFFDIO_WRITEPROTECT, &un))
+			mw_bail("un-protect", &g.seed);
+		arm_range(c + off, len, false);
+		break;
+	case 4:		/* re-arm a part */
+		arm_range(c + off, len, false);
+		break;
+	default: {	/* fork, the child writes into its copy and exits */
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			c[off] = 1;
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid ||
+		    !WIFEXITED(st) || WEXITSTATUS(st))
+			mw_bail("fork", &g.seed);
+		break;
+	}
+	}
+	g.disrupted[op]++;
+}
+
+/*
  * The THP memory anew: a PMD-mapped THP armed as a whole, which the first
  * write into it splits (a write fault on a huge PMD).
  */
@@ -398,9 +541,11 @@ static bool thp_mapped(void)
  * get+reset over the whole of memory m: the pages reported, in out[]
  * (page indexes); returns their number, or -errno.
  */
+static __thread struct page_region get_vec[MAXREP];
+
 static long get_reset(enum mkind m, uint32_t *out, size_t cap)
 {
-	static __thread struct page_region v[MAXREP];
+	struct page_region *v = get_vec;
 	struct mem *mm = &g.mem[m];
 	struct pm_scan_arg a = {
 		.size = sizeof(a),
@@ -552,6 +697,11 @@ static int test_exact(enum mkind m, enum wkind w, uint64_t *seq)
 		if (m == M_THP)
 			fresh_thp();
 		thp_rounds += m == M_THP && thp_mapped();
+		if (is_sparse(m)) {
+			disrupt(m);
+			if (get_reset(m, rep, g.mem[m].npages) < 0)
+				mw_bail("get+reset", &g.seed);
+		}
 		memset(want, 0, g.mem[m].npages);
 		for (int i = 0; i < nr; i++) {
 			int err = kwrite(m, w, runs[i][0], runs[i][1], ++*seq,
@@ -614,6 +764,8 @@ static void *harvester(void *arg)
 	(void)arg;
 	if (!tmp)
 		mw_bail("malloc", &g.seed);
+	/* all of it, now: --sparse's VmPTE moves with its tables only */
+	memset(get_vec, 0, sizeof(get_vec));
 	while (!atomic_load(&g.stop)) {
 		struct harvest h;
 		long n;
@@ -804,7 +956,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 
 static void setup_mem(void)
 {
-	for (int m = 0; m < M_N; m++)
+	for (int m = 0; m < M_SPARSE; m++)
 		map_mem(m, NULL);
 }
 
@@ -844,11 +996,14 @@ int main(int argc, char **argv)
 	};
 	uint64_t seq = 0;
 	int rc, only = -1;
-	bool usage = false;
+	bool usage = false, marker = false, enabled = false;
+	struct mw_marker_stats m0, m1;
+	long pte0 = 0, pte_armed = 0, pte_end = 0;
 
 	g.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	g.rounds = 12;
 	g.writes = 100;
+	g.sparse_len = 1UL << 30;
 	g.pvw_expected = true;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -861,6 +1016,10 @@ int main(int argc, char **argv)
 			g.pvw_expected = !strcmp(argv[++i], "yes");
 		else if (!strcmp(argv[i], "--self-test"))
 			g.self_test = true;
+		else if (!strcmp(argv[i], "--sparse"))
+			g.sparse = true;
+		else if (!strcmp(argv[i], "--sparse-mib") && i + 1 < argc)
+			g.sparse_len = strtoul(argv[++i], NULL, 0) << 20;
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			for (only = W_N - 1; only >= 0; only--)
 				if (!strcmp(argv[i + 1], wname[only]))
@@ -874,8 +1033,13 @@ int main(int argc, char **argv)
 	}
 	if (usage) {
 		fprintf(stderr, "usage: %s [--seed N] [--rounds N] [--writes N] "
-			"[--pvw yes|no] [--only KIND] [--self-test]\n",
-			argv[0]);
+			"[--pvw yes|no] [--only KIND] [--self-test] "
+			"[--sparse [--sparse-mib M]]\n", argv[0]);
+		return 2;
+	}
+	if (g.sparse && (g.sparse_len < (64UL << 20) ||
+			 g.sparse_len > (64UL << 30) || g.sparse_len % HPSZ)) {
+		fprintf(stderr, "kwrites: --sparse-mib: an even number, 64 to 65536\n");
 		return 2;
 	}
 	if (g.rounds < 2 || g.writes < 2) {
@@ -890,12 +1054,49 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g.rng = g.seed;
-	tap_plan(2 + 2 * M_N * (only < 0 ? W_N : 1));
+	for (int m = g.sparse ? M_SPARSE : 0; m < (g.sparse ? M_N : M_SPARSE);
+	     m++)
+		g.act[g.nact++] = m;
+	if (g.sparse) {
+		/*
+		 * VmPTE must move only with the reservations' tables: one
+		 * malloc arena, never trimmed, whose heap is touched now.
+		 */
+		void *pad[16];
+
+		mallopt(M_ARENA_MAX, 1);
+		mallopt(M_MMAP_THRESHOLD, 32 << 20);
+		mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+		for (int i = 0; i < 16; i++) {
+			pad[i] = malloc(4 << 20);
+			if (!pad[i])
+				mw_bail("malloc", &g.seed);
+			/* volatile: a memset before free() is optimised out */
+			for (size_t o = 0; o < 4 << 20; o += PSZ)
+				((volatile char *)pad[i])[o] = 0;
+		}
+		for (int i = 15; i >= 0; i--)
+			free(pad[i]);
+		marker = mw_marker_read(&m0) == 0;
+		enabled = marker && mw_marker_enabled() == 1;
+	}
+	tap_plan(2 + 2 * g.nact * (only < 0 ? W_N : 1) +
+		 (g.sparse ? 1 + enabled : 0));
 	printf("# kwrites seed %" PRIu64 "; replay: %s --seed %" PRIu64
-	       " --rounds %u --writes %u --pvw %s%s%s%s\n", g.seed, argv[0],
+	       " --rounds %u --writes %u --pvw %s%s%s%s", g.seed, argv[0],
 	       g.seed, g.rounds, g.writes, g.pvw_expected ? "yes" : "no",
 	       only >= 0 ? " --only " : "", only >= 0 ? wname[only] : "",
 	       g.self_test ? " --self-test" : "");
+	if (g.sparse)
+		printf(" --sparse --sparse-mib %zu", g.sparse_len >> 20);
+	printf("\n");
+	if (g.sparse && marker)
+		printf("# marker present: %s/stats, %s\n", MW_MARKER_DIR,
+		       enabled ? "enabled: it must be used" :
+		       "disabled (enabled is not 1): its counters are printed, their use not required");
+	else if (g.sparse)
+		printf("# marker absent (no %s/stats): this run covers 512 pte markers per armed 2 MiB, not the PMD-level marker\n",
+		       MW_MARKER_DIR);
 
 	start_helper();		/* before the tracked memory */
 	g.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
@@ -907,6 +1108,35 @@ int main(int argc, char **argv)
 	setup_files();
 	setup_uring();
 	setup_mem();
+	if (g.sparse) {
+		/*
+		 * The harvester thread's stack and TLS (its get's regions)
+		 * get their tables now: its later runs reuse the stack.
+		 */
+		pthread_t th;
+
+		g.hm = M_ANON;
+		atomic_store(&g.stop, false);
+		atomic_store(&g.nharv, 0);
+		if (pthread_create(&th, NULL, harvester, NULL))
+			mw_bail("pthread", &g.seed);
+		while (!atomic_load(&g.nharv) && !g.herr)
+			usleep(100);
+		atomic_store(&g.stop, true);
+		if (pthread_join(th, NULL))
+			mw_bail("pthread", &g.seed);
+		for (size_t h = 0; h < g.nhv; h++)
+			free(g.hv[h].rep);
+		g.nhv = 0;
+		memset(get_vec, 0, sizeof(get_vec));	/* and this thread's */
+		get_reset(M_ANON, (uint32_t[64]){ 0 }, 64);
+		pte0 = mw_vmpte_kb();
+		map_sparse(M_SPARSE);
+		map_sparse(M_SPARSE_THP);
+		pte_armed = mw_vmpte_kb();
+		printf("# sparse memories of %zu MiB armed untouched: VmPTE %ld kB before, %ld kB after\n",
+		       g.sparse_len >> 20, pte0, pte_armed);
+	}
 	tap_ok(g.have_uring, "setup: helper %d, io_uring %s, memory anon %zu KiB, "
 	    "thp %zu KiB, shmem %zu KiB", (int)g.helper,
 	    g.have_uring ? "yes" : strerror(errno), msize[M_ANON] >> 10,
@@ -930,8 +1160,8 @@ int main(int argc, char **argv)
 	for (int w = 0; w < W_N; w++) {
 		if (only >= 0 && w != only)
 			continue;
-		for (int m = 0; m < M_N; m++) {
-			int bad, nlost, nfalse;
+		for (int mi = 0; mi < g.nact; mi++) {
+			int m = g.act[mi], bad, nlost, nfalse;
 
 			if (w == W_URING && !g.have_uring) {
 				tap_ok(false, "%s %s exact: no io_uring",
@@ -979,6 +1209,36 @@ int main(int argc, char **argv)
 
 		if (xwrite(g.hcmd_w, &c, sizeof(c)) == 0)
 			waitpid(g.helper, &rc, 0);
+	}
+	if (g.sparse) {
+		static const char *const dn[6] = {
+			"DONTNEED", "mremap out and back", "munmap+mmap",
+			"un-protect", "re-arm", "fork",
+		};
+
+		for (int i = 0; i < 6; i++)
+			printf("# disruption %-20s %" PRIu64 "\n", dn[i],
+			       g.disrupted[i]);
+		for (int m = M_SPARSE; m < M_N; m++)
+			if (munmap(g.mem[m].base, sparse_span()))
+				mw_bail("munmap", &g.seed);
+		pte_end = mw_vmpte_kb();
+		tap_ok(pte0 > 0 && pte_end == pte0, "no page-table leak: VmPTE "
+		    "%ld kB before the sparse memories, %ld kB after their "
+		    "munmap", pte0, pte_end);
+		if (marker) {
+			mw_marker_read(&m1);
+			mw_marker_print(&m0, &m1);
+		}
+		if (enabled) {
+			uint64_t ins = mw_marker_delta(&m0, &m1, MWM_installed);
+			uint64_t exp = mw_marker_delta(&m0, &m1,
+						       MWM_expanded_fault);
+
+			tap_ok(ins && exp, "the PMD-level marker was used "
+			    "(installed +%" PRIu64 ", expanded_fault +%" PRIu64
+			    ")", ins, exp);
+		}
 	}
 	printf("# %d passed, %d failed\n", mw_tap.n - mw_tap.failed, mw_tap.failed);
 	if (mw_tap.failed)
