@@ -998,14 +998,19 @@ static int open_uffd(struct sq *s)
 	return r;
 }
 
-/* close the uffd, or when it is closed, open, register and arm anew. */
+/*
+ * close the uffd, and two times in three open, register and arm anew
+ * right away (else at the next close-uffd: meanwhile the range is
+ * unregistered).
+ */
 static void op_close(struct sq *s)
 {
 	if (s->uffd >= 0) {
 		svc_stop(s);
 		out(s, "close -> %d", close(s->uffd));
 		s->uffd = -1;
-		return;
+		if (!rnd(s, 3))
+			return;
 	}
 	if (!open_uffd(s) && !do_register(s, s->a, s->alen, s->regmode))
 		arm(s, s->a, s->alen);
@@ -1264,13 +1269,14 @@ struct drv {
 	struct seqres *res[2];
 	struct setting set[3];
 	bool knob;			/* the debugfs directory exists */
+	char knob_enabled[128], knob_stats[128];
 	char knob_old[8];
 	int nstat;
 	char stat_name[NSTAT][32];
-	long long stat_delta[NSTAT];
+	long long stat_delta[2][NSTAT];	/* per pass */
 	uint64_t ran, agreed, differ, broken, pte_bad, leaks, pert_lines;
 	uint64_t lines, ops;
-	long pte_max[2];
+	int64_t pte_max[2];
 	double t0;
 };
 
@@ -1328,15 +1334,15 @@ static void settings_restore(struct drv *d)
 						    d->set[i].old))
 			printf("# cannot restore %s\n", d->set[i].path);
 	if (d->knob && d->knob_old[0])
-		write_file(KNOB "/enabled", d->knob_old);
+		write_file(d->knob_enabled, d->knob_old);
 }
 
-/* The stats file: name value lines; add sign * each value to delta[]. */
-static void stats_add(struct drv *d, int sign)
+/* The stats file: name value lines; add sign * each to pass's deltas. */
+static void stats_add(struct drv *d, int pass, int sign)
 {
 	char buf[4096], *line, *save = NULL;
 
-	if (read_file(KNOB "/stats", buf, sizeof(buf)))
+	if (read_file(d->knob_stats, buf, sizeof(buf)))
 		return;
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -1354,7 +1360,7 @@ static void stats_add(struct drv *d, int sign)
 				continue;
 			snprintf(d->stat_name[d->nstat++], 32, "%s", name);
 		}
-		d->stat_delta[i] += sign * v;
+		d->stat_delta[pass][i] += sign * v;
 	}
 }
 
@@ -1404,13 +1410,12 @@ static bool run_pass(struct drv *d, uint64_t k, int pass, uint64_t perturb_at)
 
 	memset(res, 0, sizeof(*res));
 	if (d->o.compare && d->knob) {
-		if (write_file(KNOB "/enabled", pass ? "0" : "1")) {
-			printf("# cannot write " KNOB "/enabled: %s\n",
+		if (write_file(d->knob_enabled, pass ? "0" : "1")) {
+			printf("# cannot write %s: %s\n", d->knob_enabled,
 			       strerror(errno));
 			return false;
 		}
-		if (!pass)
-			stats_add(d, -1);
+		stats_add(d, pass, -1);
 	}
 	if (d->o.trace) {
 		trace_path(path, sizeof(path), k, pass);
@@ -1459,8 +1464,8 @@ static bool run_pass(struct drv *d, uint64_t k, int pass, uint64_t perturb_at)
 		}
 		usleep(2000);
 	}
-	if (d->o.compare && d->knob && !pass)
-		stats_add(d, 1);
+	if (d->o.compare && d->knob)
+		stats_add(d, pass, 1);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && res->done)
 		return true;
 	printf("# seed %" PRIu64 " sequence %" PRIu64 " pass %d: child %s %d"
@@ -1516,14 +1521,23 @@ out:
 	return at;
 }
 
+static int64_t pte_max(const struct seqres *r)
+{
+	int64_t m = 0;
+
+	for (uint32_t j = 0; j < r->npte; j++)
+		if (r->vmpte[j] > m)
+			m = r->vmpte[j];
+	return m;
+}
+
 /* A finished pass: its VmPTE maximum, its page tables after the unmap. */
 static void tally_pass(struct drv *d, uint64_t k, int pass)
 {
 	const struct seqres *r = d->res[pass];
 
-	for (uint32_t j = 0; j < r->npte; j++)
-		if (r->vmpte[j] > d->pte_max[pass])
-			d->pte_max[pass] = r->vmpte[j];
+	if (pte_max(r) > d->pte_max[pass])
+		d->pte_max[pass] = pte_max(r);
 	if (r->pte_end) {
 		d->leaks++;
 		printf("# LEAK: seed %" PRIu64 " sequence %" PRIu64 " pass %d: "
@@ -1616,9 +1630,9 @@ static void run_one(struct drv *d, uint64_t k)
 	if (!d->o.quiet)
 		printf("# sequence %" PRIu64 ": %s %016" PRIx64 ", %" PRIu64
 		       " ops, %" PRIu64 " lines, VmPTE max %" PRId64 "/%" PRId64
-		       " kB, %.1f s\n", k, ok ? "agree" : "DIFFER", on->digest,
-		       on->ops, on->lines, on->npte ? on->vmpte[on->npte - 1] : 0,
-		       off->npte ? off->vmpte[off->npte - 1] : 0, now() - t0);
+		       " kB on/off, %.1f s\n", k, ok ? "agree" : "DIFFER",
+		       on->digest, on->ops, on->lines, pte_max(on),
+		       pte_max(off), now() - t0);
 }
 
 static void usage(const char *argv0)
@@ -1645,7 +1659,7 @@ static bool report_stats(struct drv *d)
 
 	for (int i = 0; i < d->nstat; i++) {
 		n += snprintf(line + n, sizeof(line) - n, " %s=%lld",
-			      d->stat_name[i], d->stat_delta[i]);
+			      d->stat_name[i], d->stat_delta[0][i]);
 		if (n >= (int)sizeof(line))
 			n = sizeof(line) - 1;
 	}
@@ -1656,16 +1670,24 @@ static bool report_stats(struct drv *d)
 		for (i = 0; i < d->nstat; i++)
 			if (!strcmp(d->stat_name[i], want_sites[w]))
 				break;
-		if (i == d->nstat || d->stat_delta[i] <= 0) {
+		if (i == d->nstat || d->stat_delta[0][i] <= 0) {
 			printf("# site %s %s\n", want_sites[w], i == d->nstat ?
 			       "missing from the stats file" : "never reached");
 			zero++;
 		}
 	}
 	for (int i = 0; i < d->nstat; i++)
-		if (!wanted(d->stat_name[i]) && d->stat_delta[i])
+		if (!wanted(d->stat_name[i]) && d->stat_delta[0][i])
 			printf("# note: %s=%lld (not required)\n",
-			       d->stat_name[i], d->stat_delta[i]);
+			       d->stat_name[i], d->stat_delta[0][i]);
+	/* enabled = 0 stops installation: the "off" runs install none */
+	for (int i = 0; i < d->nstat; i++)
+		if (!strcmp(d->stat_name[i], "installed") &&
+		    d->stat_delta[1][i]) {
+			printf("# the runs with enabled = 0 installed %lld "
+			       "markers\n", d->stat_delta[1][i]);
+			zero++;
+		}
 	return !zero;
 }
 
@@ -1727,9 +1749,13 @@ int main(int argc, char **argv)
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d->knob = !d->o.no_knob && !access(KNOB "/enabled", W_OK);
-	printf("TAP version 13\n1..%d\n", d->o.self_test ? 3 :
-	       !d->o.compare ? 2 : d->o.no_knob ? 4 : 5);
+	/* PMDIFF_KNOB: another directory (a developer's test of the driver) */
+	snprintf(d->knob_enabled, sizeof(d->knob_enabled), "%s/enabled",
+		 getenv("PMDIFF_KNOB") ? getenv("PMDIFF_KNOB") : KNOB);
+	snprintf(d->knob_stats, sizeof(d->knob_stats), "%s/stats",
+		 getenv("PMDIFF_KNOB") ? getenv("PMDIFF_KNOB") : KNOB);
+	d->knob = !d->o.no_knob && !access(d->knob_enabled, W_OK);
+	printf("TAP version 13\n");
 	printf("# pmdiff seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --ops %"
 	       PRIu64, d->o.seed, argv[0], d->o.seed, d->o.ops);
 	if (seq_given)
@@ -1742,15 +1768,18 @@ int main(int argc, char **argv)
 	       " --no-knob" : d->o.compare ? " --compare" : "",
 	       d->o.trace && !d->o.self_test ? " --trace" : "");
 	if (d->o.compare && !d->o.no_knob && !d->knob && !d->o.self_test) {
-		printf("not ok 1 - the kernel lacks the PMD marker: no "
-		       KNOB "/enabled (debugfs at /sys/kernel/debug?); "
-		       "--no-knob runs the determinism check instead\n");
+		printf("1..1\nnot ok 1 - the kernel lacks the PMD marker: no %s "
+		       "(debugfs at /sys/kernel/debug?); --no-knob runs the "
+		       "determinism check instead\n", d->knob_enabled);
 		return 1;
 	}
+	printf("1..%d\n", d->o.self_test ? 3 :
+	       !d->o.compare ? 2 : d->o.no_knob ? 4 : 5);
 	if (d->knob) {
-		if (read_file(KNOB "/enabled", d->knob_old, sizeof(d->knob_old)))
+		if (read_file(d->knob_enabled, d->knob_old,
+			      sizeof(d->knob_old)))
 			d->knob_old[0] = '\0';
-		printf("# marker: " KNOB "/enabled was %s", d->knob_old);
+		printf("# marker: %s was %s", d->knob_enabled, d->knob_old);
 	} else if (d->o.compare)
 		printf("# no knob: both passes run on the kernel as it is "
 		       "(they must agree: the log is deterministic)\n");
@@ -1792,9 +1821,14 @@ int main(int argc, char **argv)
 	settings_restore(d);
 
 	printf("# %" PRIu64 " sequences, %" PRIu64 " ops, %" PRIu64
-	       " answer lines in %.1f s; VmPTE max %ld kB with the marker, "
-	       "%ld kB without\n", d->ran, d->ops, d->lines, now() - d->t0,
-	       d->pte_max[0], d->pte_max[1]);
+	       " answer lines in %.1f s; VmPTE max %" PRId64 " kB", d->ran,
+	       d->ops, d->lines, now() - d->t0, d->pte_max[0]);
+	if (d->o.compare)
+		printf(" %s, %" PRId64 " kB %s", d->knob ? "with the marker" :
+		       "in the first passes", d->pte_max[1], d->knob ?
+		       "without" : "in the second");
+	printf("\n");
+
 	if (d->o.self_test) {
 		failed += !tap_ok(d->ran && !d->broken && d->differ == d->ran,
 				  "self-test: every perturbed sequence reported "
@@ -1833,7 +1867,8 @@ int main(int argc, char **argv)
 	t++;
 	if (d->o.compare && !d->o.no_knob) {
 		failed += !tap_ok(report_stats(d), "the marker runs reached "
-				  "every site they are meant to");
+				  "every site they are meant to, the others "
+				  "installed none");
 		t++;
 	}
 done:
