@@ -152,9 +152,10 @@ conformance: deps tree
 	@scripts/mkinitramfs
 	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
 
-## soak        the write oracle, then the interface fuzzer, each for DURATION
-##             seconds (default 1800) on the debug kernel (SEED=N replays a
-##             run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer)
+## soak        the write oracle, the interface fuzzer, then the PMD marker's
+##             differential, each for DURATION seconds (default 1800) on the
+##             debug kernel (SEED=N replays a run, WRITERS=N writer threads;
+##             FUZZ_SEED=N for the fuzzer, DIFF_SEED=N for the differential)
 DURATION ?= 1800
 WRITERS ?= 2
 soak: deps tree
@@ -167,6 +168,9 @@ soak: deps tree
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
+		--seconds $(DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib

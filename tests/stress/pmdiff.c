@@ -1696,7 +1696,7 @@ int main(int argc, char **argv)
 	struct drv *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = mw_on_fault };
 	bool seq_given = false, seqs_given = false;
-	uint64_t last = 0;
+	double last = 0, shown;
 	int t = 0, failed = 0;
 	void *thp;
 
@@ -1808,7 +1808,7 @@ int main(int argc, char **argv)
 	settings_apply(d);
 	usleep(200000);		/* the scan its wake-up started */
 
-	d->t0 = now();
+	d->t0 = shown = now();
 	for (uint64_t k = d->o.first; k - d->o.first < d->o.sequences; k++) {
 		double t1 = now();
 
@@ -1817,6 +1817,13 @@ int main(int argc, char **argv)
 			break;
 		run_one(d, k);
 		last = now() - t1;
+		if (d->o.quiet && now() - shown >= 60) {
+			shown = now();
+			printf("# %" PRIu64 " sequences in %.0f s: %" PRIu64
+			       " agree, %" PRIu64 " differ, %" PRIu64
+			       " did not finish\n", d->ran, shown - d->t0,
+			       d->agreed, d->differ, d->broken);
+		}
 	}
 	settings_restore(d);
 
