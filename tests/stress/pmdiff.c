@@ -1304,7 +1304,7 @@ struct drv {
 	char stat_name[NSTAT][32];
 	long long stat_delta[2][NSTAT];	/* per pass */
 	uint64_t ran, agreed, differ, broken, pte_bad, leaks, pert_lines;
-	uint64_t lines, ops;
+	uint64_t lines, ops, all;	/* all: the digests' digest */
 	int64_t pte_max[2];
 	double t0;
 };
@@ -1635,6 +1635,7 @@ static void run_one(struct drv *d, uint64_t k)
 			printf("# sequence %" PRIu64 ": digest %016" PRIx64
 			       ", %" PRIu64 " ops, %" PRIu64 " lines, %.1f s\n",
 			       k, on->digest, on->ops, on->lines, now() - t0);
+		d->all = (d->all ^ on->digest) * 0x100000001b3ULL;
 		d->agreed++;
 		return;
 	}
@@ -1774,6 +1775,7 @@ int main(int argc, char **argv)
 	d->o.ops = 40;
 	d->o.hang_s = 60;
 	d->o.argv0 = argv[0];
+	d->all = 0xcbf29ce484222325ULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			d->o.seed = strtoull(argv[++i], NULL, 0);
@@ -1944,8 +1946,9 @@ int main(int argc, char **argv)
 				  "at most that of the second", d->pte_bad);
 		t += 2;
 	} else
-		printf("# digests: compare them with a run on the kernel "
-		       "booted with%s uffd_wp_pmd_marker=off\n",
+		printf("# digest of all sequences %016" PRIx64 ": compare it "
+		       "with a run of the same seed on the kernel booted "
+		       "with%s uffd_wp_pmd_marker=off\n", d->all,
 		       d->knob && d->knob_old[0] == '0' ? "out" : "");
 	failed += !tap_ok(!d->leaks, "no page table left after the final "
 			  "unmap (%" PRIu64 " passes left some)", d->leaks);
