@@ -155,9 +155,10 @@ conformance: deps tree
 ## soak        the write oracle for DURATION seconds (default 1800), its
 ##             sparse-range mode for SPARSE_DURATION (default 300, 2 x 2 GiB
 ##             armed untouched), kwrites' sparse mode (4 GiB, all kinds of
-##             kernel writes), then the interface fuzzer for DURATION, on
-##             the debug kernel (SEED=N replays a run, WRITERS=N writer
-##             threads; FUZZ_SEED=N for the fuzzer)
+##             kernel writes), the interface fuzzer, then the PMD marker's
+##             differential, each for DURATION, on the debug kernel (SEED=N
+##             replays a run, WRITERS=N writer threads; FUZZ_SEED=N for the
+##             fuzzer, DIFF_SEED=N for the differential)
 DURATION ?= 1800
 SPARSE_DURATION ?= 300
 WRITERS ?= 2
@@ -176,6 +177,9 @@ soak: deps tree
 	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
+		--seconds $(DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib

@@ -402,33 +402,10 @@ static void check(struct fz *fz, enum chk c, bool ok, const char *fmt, ...)
 	}
 }
 
-/* The signal guard of touch(): SIGSEGV and SIGBUS are expected there. */
-static __thread sigjmp_buf *fault_jmp;
-
-static void on_fault(int sig)
-{
-	if (fault_jmp)
-		siglongjmp(*fault_jmp, sig);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
 /* Read or write one byte of the arena; returns the signal it took, or 0. */
 static int touch(volatile char *p, bool write, char v)
 {
-	sigjmp_buf jb;
-	int sig;
-
-	fault_jmp = &jb;
-	sig = sigsetjmp(jb, 1);
-	if (!sig) {
-		if (write)
-			*p = v;
-		else
-			(void)*p;
-	}
-	fault_jmp = NULL;
-	return sig;
+	return mw_touch(p, write, v, NULL);
 }
 
 /* x86's access_ok(): [addr, addr + size) within the user address space. */
@@ -2839,7 +2816,7 @@ int main(int argc, char **argv)
 	struct fz *fz = calloc(1, sizeof(*fz));
 	struct disruptor *d = NULL;
 	pthread_t wd;
-	struct sigaction sa = { .sa_handler = on_fault };
+	struct sigaction sa = { .sa_handler = mw_on_fault };
 	bool calls_given = false;
 	double t0, tend;
 	int pers, failed = 0, t = 0;

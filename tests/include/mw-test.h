@@ -13,6 +13,9 @@
  *                 (the safety rule in README.md: no test touches the host).
  *   random        mw_rnd(), mw_rndn(): splitmix64 over a caller's state, so
  *                 that a printed seed replays a run exactly.
+ *   touching      mw_touch(): read or write one byte that may fault,
+ *                 returning the signal (SIGSEGV, SIGBUS) instead of dying,
+ *                 once mw_on_fault() is the handler of both.
  *   uapi          the kernel ABI the tests use that older system headers
  *                 lack (PAGEMAP_SCAN, UFFD_FEATURE_WP_*, newer MADV_ and
  *                 mmap flags), each defined only where the headers do not.
@@ -31,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -159,6 +164,48 @@ static inline uint64_t mw_rnd(uint64_t *state)
 static inline uint64_t mw_rndn(uint64_t *state, uint64_t n)
 {
 	return n ? mw_rnd(state) % n : 0;
+}
+
+/* ---- touching memory that may fault ------------------------------------ */
+
+/* The jump buffer of the thread's mw_touch() in progress, or NULL. */
+static inline sigjmp_buf **mw_fault_jmp(void)
+{
+	static __thread sigjmp_buf *jb;
+
+	return &jb;
+}
+
+/* The SIGSEGV and SIGBUS handler: back into mw_touch(), else die of it. */
+static inline void mw_on_fault(int sig)
+{
+	if (*mw_fault_jmp())
+		siglongjmp(**mw_fault_jmp(), sig);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/*
+ * Write v into *p (write) or read *p into *got (may be NULL); returns the
+ * signal the access took, or 0.
+ */
+static inline int mw_touch(volatile char *p, bool write, char v, char *got)
+{
+	sigjmp_buf jb;
+	int sig;
+
+	*mw_fault_jmp() = &jb;
+	sig = sigsetjmp(jb, 1);
+	if (!sig) {
+		if (write)
+			*p = v;
+		else if (got)
+			*got = *p;
+		else
+			(void)*p;
+	}
+	*mw_fault_jmp() = NULL;
+	return sig;
 }
 
 /* ---- uapi the system headers may lack ----------------------------------- */
