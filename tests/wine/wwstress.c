@@ -6,6 +6,7 @@
  *
  *   wwstress.exe stress [SECONDS] [WRITERS]
  *   wwstress.exe bench  [ROUNDS]
+ *   wwstress.exe bigbench [ROUNDS] [MAX_GIB]
  *
  * stress: a VirtualAlloc(MEM_WRITE_WATCH) region of 64 MiB (16384 pages).
  * Page p belongs to one writer: WRITERS threads store to their pages from
@@ -38,6 +39,25 @@
  * re-armed pages timed against a second write to them.  Medians of ROUNDS
  * (default 11), in ns of QueryPerformanceCounter (guest time: under QEMU
  * -icount, instructions).
+ *
+ * bigbench: one thread, a large untouched view (the case of the kernel's
+ * pmd-level uffd-wp marker, doc/pmd-marker.md 11.3), of 1, 4 and 16 GiB
+ * (those up to MAX_GIB, default 16).  Per round, on a fresh view:
+ *   alloc       VirtualAlloc(MEM_RESERVE | MEM_COMMIT | MEM_WRITE_WATCH),
+ *               where Wine registers and write-protects the whole view
+ *   get_empty   GetWriteWatch(RESET) of the untouched view
+ *   get_0.1pct  the same after writing every 1000th page (the count
+ *               reported must be those pages)
+ *   first_2m    the first write into a never-touched 2 MiB (one without a
+ *               page written above), up to 256 of them spread over the
+ *               view, each timed alone; net of an empty timed interval
+ *               (the median of 256), median over the writes of the round
+ * then a GetWriteWatch without reset must report exactly those first
+ * writes, and VirtualFree(MEM_RELEASE).  The harvests use an array of
+ * NADDR addresses and are resumed after the last address reported when it
+ * fills, as a program does.  Medians of ROUNDS (default 5), in ns of
+ * QueryPerformanceCounter; pte_kb: the growth of the page tables
+ * (/proc/meminfo's PageTables, the whole guest's) over the VirtualAlloc.
  */
 #include <winsock2.h>
 #include <windows.h>
@@ -421,6 +441,154 @@ static int bench(unsigned rounds)
 	return 0;
 }
 
+#define NADDR 65536u
+#define CHUNK (2u << 20)
+#define NFIRST 256u
+
+/* GetWriteWatch of [base, base + size) as a program calls it: when the
+ * array fills, again from the page after the last address it got.
+ * Returns the pages reported, (ULONG_PTR)-1 on an error. */
+static ULONG_PTR get_all(DWORD flags, char *base, SIZE_T size, void **addrs, unsigned *calls)
+{
+	char *p = base, *end = base + size;
+	ULONG_PTR total = 0;
+
+	*calls = 0;
+	while (p < end) {
+		ULONG_PTR count = NADDR;
+		ULONG gran;
+
+		if (GetWriteWatch(flags, p, (SIZE_T)(end - p), addrs, &count, &gran))
+			return (ULONG_PTR)-1;
+		++*calls;
+		total += count;
+		if (count < NADDR)
+			break;
+		p = (char *)addrs[count - 1] + PAGE;
+	}
+	return total;
+}
+
+/* The system's page tables in kB (PageTables of /proc/meminfo, through
+ * Wine's Z:), -1 if unreadable.  Not the process's VmPTE: the wineserver
+ * opens the files, /proc/self would be its own. */
+static long pagetables_kb(void)
+{
+	FILE *f = fopen("Z:\\proc\\meminfo", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "PageTables: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* 2 MiB number c holds one of the pages written every 1000th. */
+static int chunk_has_permille(SIZE_T c)
+{
+	SIZE_T first = c * (CHUNK / PAGE), last = first + CHUNK / PAGE - 1;
+
+	return (first + 999) / 1000 * 1000 <= last;
+}
+
+static int bigbench(unsigned rounds, unsigned max_gib)
+{
+	static const unsigned gibs[] = { 1, 4, 16 };
+	void **addrs = malloc(NADDR * sizeof(void *));
+	long long *alloc = malloc(rounds * sizeof(long long));
+	long long *empty = malloc(rounds * sizeof(long long));
+	long long *some = malloc(rounds * sizeof(long long));
+	long long *first = malloc(rounds * sizeof(long long));
+	long long *pte = malloc(rounds * sizeof(long long));
+	long long lap[NFIRST], qpc;
+	LARGE_INTEGER f, t0, t1;
+	unsigned g, r, i, calls, nfirst = 0;
+
+	if (!rounds || !addrs || !alloc || !empty || !some || !first || !pte)
+		return 2;
+	QueryPerformanceFrequency(&f);
+	for (i = 0; i < NFIRST; i++) {
+		QueryPerformanceCounter(&t0);
+		QueryPerformanceCounter(&t1);
+		lap[i] = (t1.QuadPart - t0.QuadPart) * 1000000000ll / f.QuadPart;
+	}
+	qpc = median(lap, NFIRST);
+	printf("WWBIG qpc_hz=%lld qpc_ns=%lld\n", (long long)f.QuadPart, qpc);
+	for (g = 0; g < sizeof(gibs) / sizeof(gibs[0]) && gibs[g] <= max_gib; g++) {
+		SIZE_T size = (SIZE_T)gibs[g] << 30, npages = size / PAGE, nchunks = size / CHUNK;
+		ULONG_PTR want = (npages + 999) / 1000, n;
+		unsigned get_calls = 0;
+
+		for (r = 0; r < rounds; r++) {
+			long kb = pagetables_kb();
+			char *base;
+			SIZE_T p, c;
+
+			QueryPerformanceCounter(&t0);
+			base = VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT | MEM_WRITE_WATCH,
+					    PAGE_READWRITE);
+			alloc[r] = ns_since(t0, f);
+			if (!base) {
+				tap(0, "bigbench: VirtualAlloc(MEM_WRITE_WATCH) of %u GiB: error %lu",
+				    gibs[g], GetLastError());
+				return 1;
+			}
+			pte[r] = kb < 0 ? -1 : pagetables_kb() - kb;
+			QueryPerformanceCounter(&t0);
+			n = get_all(WRITE_WATCH_FLAG_RESET, base, size, addrs, &calls);
+			empty[r] = ns_since(t0, f);
+			if (n) {
+				tap(0, "bigbench: %u GiB untouched: %ld pages reported", gibs[g], (long)n);
+				return 1;
+			}
+			for (p = 0; p < npages; p += 1000)
+				base[p * PAGE] = 1;
+			QueryPerformanceCounter(&t0);
+			n = get_all(WRITE_WATCH_FLAG_RESET, base, size, addrs, &calls);
+			some[r] = ns_since(t0, f);
+			get_calls = calls;
+			if (n != want) {
+				tap(0, "bigbench: %u GiB: %ld pages reported after %lu writes", gibs[g],
+				    (long)n, (unsigned long)want);
+				return 1;
+			}
+			/* The never-touched 2 MiB, spread over the view. */
+			for (nfirst = 0, i = 0; i < NFIRST; i++) {
+				for (c = nchunks * i / NFIRST; c < nchunks * (i + 1) / NFIRST; c++)
+					if (!chunk_has_permille(c))
+						break;
+				if (c == nchunks * (i + 1) / NFIRST)
+					continue;
+				QueryPerformanceCounter(&t0);
+				base[c * CHUNK] = 3;
+				QueryPerformanceCounter(&t1);
+				lap[nfirst++] = (t1.QuadPart - t0.QuadPart) * 1000000000ll / f.QuadPart;
+			}
+			first[r] = median(lap, nfirst) - qpc;
+			n = get_all(0, base, size, addrs, &calls);
+			if (n != nfirst) {
+				tap(0, "bigbench: %u GiB: %ld pages reported after %u first writes",
+				    gibs[g], (long)n, nfirst);
+				return 1;
+			}
+			if (!VirtualFree(base, 0, MEM_RELEASE)) {
+				tap(0, "bigbench: VirtualFree of %u GiB: error %lu", gibs[g],
+				    GetLastError());
+				return 1;
+			}
+		}
+		printf("WWBIG size_gib=%u alloc_ns=%lld get_empty_ns=%lld get_0.1pct_ns=%lld first_2m_ns=%lld pte_kb=%lld first_writes=%u get_calls=%u\n",
+		       gibs[g], median(alloc, rounds), median(empty, rounds), median(some, rounds),
+		       median(first, rounds), median(pte, rounds), nfirst, get_calls);
+	}
+	tap(1, "bigbench: %u rounds", rounds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -429,6 +597,9 @@ int main(int argc, char **argv)
 			      argc > 3 ? (unsigned)atoi(argv[3]) : 2);
 	if (argc >= 2 && !strcmp(argv[1], "bench"))
 		return bench(argc > 2 ? (unsigned)atoi(argv[2]) : 11);
-	fprintf(stderr, "usage: wwstress.exe stress [SECONDS] [WRITERS] | bench [ROUNDS]\n");
+	if (argc >= 2 && !strcmp(argv[1], "bigbench"))
+		return bigbench(argc > 2 ? (unsigned)atoi(argv[2]) : 5,
+				argc > 3 ? (unsigned)atoi(argv[3]) : 16);
+	fprintf(stderr, "usage: wwstress.exe stress [SECONDS] [WRITERS] | bench [ROUNDS] | bigbench [ROUNDS] [MAX_GIB]\n");
 	return 2;
 }
