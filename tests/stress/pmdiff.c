@@ -176,6 +176,7 @@ struct sq {
 	struct seqres *res;
 	uint64_t rng, seqno, seqseed, perturb_at;
 	uint64_t a, alen;		/* window A: the reservation */
+	uint64_t emptied;		/* an aligned 2 MiB last un-protected whole */
 	uint64_t features, regmode;
 	bool async;
 	int uffd, pm, tfd, pipe[2];
@@ -672,6 +673,9 @@ static void op_wp(struct sq *s, bool protect)
 	wp.range.start = a;
 	wp.range.len = l;
 	r = ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp);
+	/* a whole 2 MiB un-protected: an empty pmd marker where it was armed */
+	if (!protect && r == 0 && ((a + HPSZ - 1) & ~(HPSZ - 1)) + HPSZ <= a + l)
+		s->emptied = (a + HPSZ - 1) & ~(HPSZ - 1);
 	out(s, "%s %#llx+%#llx -> %d e%d", protect ? "wp" : "unwp",
 	    wp.range.start, wp.range.len, RET(r));
 }
@@ -685,6 +689,15 @@ static void op_scan(struct sq *s, int pm)
 
 	if (rnd(s, 3))
 		pick(s, 64 * HPSZ, &a, &l);
+	/*
+	 * Half the scans with WP_MATCHING over part of the 2 MiB last
+	 * un-protected whole: with the marker on, re-arming part of an empty
+	 * marker takes its ptes back first (the expanded_scan site).
+	 */
+	if (s->emptied && v != 1 && rnd(s, 2)) {
+		a = s->emptied + (1 + rnd(s, 511)) * PSZ;
+		l = s->emptied + HPSZ - a;
+	}
 	arg.start = a;
 	arg.end = a + l;
 	if (v == 0) {
