@@ -841,6 +841,71 @@ static void arm(struct sq *s, uint64_t a, uint64_t l)
 	out(s, "arm %#" PRIx64 "+%#" PRIx64 " -> %d e%d", a, l, RET(r));
 }
 
+/*
+ * The first aligned 2 MiB from @from on that nothing touched before the
+ * arming (with the marker on, an armed marker), or 0.  touched[]: the
+ * pages written before the arming.
+ */
+static uint64_t untouched_2m(struct sq *s, uint64_t from,
+			     const uint64_t *touched, int ntouched)
+{
+	uint64_t g;
+	int i;
+
+	for (g = (from + HPSZ - 1) & ~(HPSZ - 1); g + HPSZ <= s->a + s->alen;
+	     g += HPSZ) {
+		for (i = 0; i < ntouched; i++)
+			if ((touched[i] & ~(HPSZ - 1)) == g)
+				break;
+		if (i == ntouched)
+			return g;
+	}
+	return 0;
+}
+
+/*
+ * The transitions random operations reach least, done first in every
+ * sequence, each on an untouched 2 MiB: MADV_DONTNEED of one page inside
+ * it (the zap needs the ptes: expanded_madvise), and un-protecting one
+ * whole, then re-arming its second half with PAGEMAP_SCAN (the empty
+ * marker's ptes come back first: expanded_scan; sync-mode sequences log
+ * the scan's refusal).
+ */
+static void empty_rearm(struct sq *s, const uint64_t *touched, int ntouched)
+{
+	struct uffdio_writeprotect wp = { .mode = 0 };
+	struct pm_scan_arg arg = { .size = sizeof(arg) };
+	uint64_t g;
+	int r, i;
+
+	g = untouched_2m(s, s->a, touched, ntouched);
+	if (!g)
+		return;
+	r = madvise((void *)(uintptr_t)(g + PSZ), PSZ, MADV_DONTNEED);
+	out(s, "dontneed %#llx+%#llx -> %d e%d", (unsigned long long)(g + PSZ),
+	    (unsigned long long)PSZ, RET(r));
+	g = untouched_2m(s, g + HPSZ, touched, ntouched);
+	if (!g)
+		return;
+	wp.range.start = g;
+	wp.range.len = HPSZ;
+	r = ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp);
+	out(s, "unwp %#llx+%#llx -> %d e%d", wp.range.start, wp.range.len,
+	    RET(r));
+	arg.start = g + HPSZ / 2;
+	arg.end = g + HPSZ;
+	arg.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC;
+	arg.category_mask = arg.return_mask = PAGE_IS_WRITTEN;
+	arg.vec = (uintptr_t)s->vec;
+	arg.vec_len = 4;
+	r = ioctl(s->pm, PAGEMAP_SCAN, &arg);
+	out(s, "scan wp [%#llx,%#llx) -> %d e%d walk_end %#llx", arg.start,
+	    arg.end, RET(r), arg.walk_end);
+	for (i = 0; i < r && i < 4; i++)
+		out(s, "  region %#llx-%#llx %llx", s->vec[i].start,
+		    s->vec[i].end, s->vec[i].categories);
+}
+
 /* munmap a part; half the time map it anew, and maybe arm that. */
 static void op_munmap(struct sq *s)
 {
@@ -1180,7 +1245,8 @@ static void *map_buf(struct sq *s, size_t len)
 static void run_sequence(struct sq *s)
 {
 	enum op deck[128];
-	int ndeck = 0;
+	int ndeck = 0, ntouched = 0;
+	uint64_t touched[8];
 	cpu_set_t cpu;
 	pthread_t th;
 	long st[NST];
@@ -1247,6 +1313,7 @@ static void run_sequence(struct sq *s)
 		char *p = (char *)(uintptr_t)(s->a + rnd(s, s->alen / PSZ) *
 					      PSZ);
 
+		touched[ntouched++] = (uintptr_t)p;
 		*p = 1;
 	}
 	open_uffd(s);
@@ -1254,6 +1321,8 @@ static void run_sequence(struct sq *s)
 	arm(s, s->a, s->alen);
 	dump(s);
 	svc_start(s);
+	empty_rearm(s, touched, ntouched);
+	dump(s);
 
 	/* the operations, dealt from a shuffled deck */
 	for (int o = 0; o < O_N; o++)
