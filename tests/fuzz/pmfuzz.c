@@ -85,7 +85,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/personality.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2819,7 +2818,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = mw_on_fault };
 	bool calls_given = false;
 	double t0, tend;
-	int pers, failed = 0, t = 0;
+	int failed = 0, t = 0;
 
 	if (!fz)
 		return 2;
@@ -2867,10 +2866,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* The same layout on every run: no address-space randomisation. */
-	pers = personality(0xffffffff);
-	if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
-	    personality(pers | ADDR_NO_RANDOMIZE) != -1)
-		execv("/proc/self/exe", argv);
+	mw_no_aslr(argv);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* With disruptors pagemap cannot be an oracle: no checks 7, 9, 10. */

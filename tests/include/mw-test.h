@@ -10,7 +10,8 @@
  *                 the host's tap_tally (scripts/lib/common.sh) count these.
  *   guest check   mw_in_guest(), tap_guest_only(): the kernel command line
  *                 carries memwatch.guest=1, the marker of the QEMU guests
- *                 (the safety rule in README.md: no test touches the host).
+ *                 (the safety rule in README.md: no test touches the host);
+ *                 mw_no_aslr(argv): re-exec without address randomisation.
  *   random        mw_rnd(), mw_rndn(): splitmix64 over a caller's state, so
  *                 that a printed seed replays a run exactly.
  *   touching      mw_touch(): read or write one byte that may fault,
@@ -44,6 +45,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
@@ -136,6 +138,20 @@ static inline bool mw_in_guest(void)
 	else
 		strcat(buf, " ");
 	return strstr(buf, " memwatch.guest=1 ") != NULL;
+}
+
+/*
+ * The same layout on every run: without address-space randomisation, by
+ * a re-exec of /proc/self/exe when it is on (returns only if it was off
+ * already or cannot be switched off).
+ */
+static inline void mw_no_aslr(char **argv)
+{
+	int pers = personality(0xffffffff);
+
+	if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
+	    personality(pers | ADDR_NO_RANDOMIZE) != -1)
+		execv("/proc/self/exe", argv);
 }
 
 /* Refuse to run outside the guest (exit 1); then stdout line-buffered. */

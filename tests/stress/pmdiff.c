@@ -90,7 +90,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/personality.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1856,7 +1855,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = mw_on_fault };
 	bool seq_given = false, seqs_given = false;
 	double last = 0, shown;
-	int t = 0, failed = 0, pers;
+	int t = 0, failed = 0;
 	void *thp;
 
 	if (!d)
@@ -1912,10 +1911,7 @@ int main(int argc, char **argv)
 	 * its page decides how many pages the same code touches, which
 	 * RssAnon shows; two boots then log alike.
 	 */
-	pers = personality(0xffffffff);
-	if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
-	    personality(pers | ADDR_NO_RANDOMIZE) != -1)
-		execv("/proc/self/exe", argv);
+	mw_no_aslr(argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);

@@ -1698,6 +1698,20 @@ static void pretouch(void *p, size_t len)
  * pretouch(), and one malloc arena whose heap is a pre-touched pad); the
  * marker's counters, where the kernel has them, moved.
  */
+
+/*
+ * A slot's last value read back: what its writer stored, unless a
+ * destructive disruption (zap, remap) overlapped or followed the store.
+ */
+static bool slot_value_ok(const struct unitst *u, const struct slotst *e,
+			  uint64_t got)
+{
+	if (!u->d_end || u->d_end < e->t_begin)
+		return got == e->val;
+	if (e->t_end < u->d_begin)
+		return got == 0;
+	return got == 0 || got == e->val;
+}
 static int sparse_main(struct ctx *c, const char *argv0)
 {
 	static const enum kind sk[] = { K_SPARSE, K_SPARSE_THP };
@@ -1816,12 +1830,7 @@ static int sparse_main(struct ctx *c, const char *argv0)
 
 			if (!e->val)
 				continue;
-			if (!u->d_end || u->d_end < e->t_begin)
-				ok = got == e->val;
-			else if (e->t_end < u->d_begin)
-				ok = got == 0;
-			else
-				ok = got == 0 || got == e->val;
+			ok = slot_value_ok(u, e, got);
 			if (!ok && bad_data++ < 10)
 				printf("# DATA: %s unit %zu (page %u) slot %u: %#" PRIx64 ", wrote %#" PRIx64 "\n",
 				       kind_name[r->kind], idx, r->tgt[idx], sl,
@@ -2101,12 +2110,7 @@ int main(int argc, char **argv)
 
 			if (!e->val)
 				continue;
-			if (!u->d_end || u->d_end < e->t_begin)
-				ok = got == e->val;
-			else if (e->t_end < u->d_begin)
-				ok = got == 0;
-			else
-				ok = got == 0 || got == e->val;
+			ok = slot_value_ok(u, e, got);
 			if (!ok && bad_data++ < 10)
 				printf("# DATA: %s unit %zu slot %u: %#" PRIx64 ", wrote %#" PRIx64 "\n",
 				       kind_name[r->kind], idx, s, got, e->val);
