@@ -154,32 +154,51 @@ conformance: deps tree
 
 ## soak        the write oracle for DURATION seconds (default 1800), its
 ##             sparse-range mode for SPARSE_DURATION (default 300, 2 x 2 GiB
-##             armed untouched), kwrites' sparse mode (4 GiB, all kinds of
-##             kernel writes), the interface fuzzer, then the PMD marker's
-##             differential, each for DURATION, on the debug kernel (SEED=N
-##             replays a run, WRITERS=N writer threads; FUZZ_SEED=N for the
-##             fuzzer, DIFF_SEED=N for the differential)
+##             armed untouched), each ROUNDS times (default 1; a run logs
+##             at most 2^23 writes per writer), kwrites' sparse mode (4 GiB,
+##             all kinds of kernel writes), the interface fuzzer (DURATION,
+##             or FUZZ_CALLS calls), then the PMD marker's differential
+##             (DIFF_DURATION, default DURATION), on the debug kernel;
+##             SOAK_KERNEL=release: on the release kernel, about 15x the
+##             writes and 5x the calls per second under TCG (SEED=N replays
+##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
+##             DIFF_SEED=N for the differential)
 DURATION ?= 1800
 SPARSE_DURATION ?= 300
+DIFF_DURATION ?= $(DURATION)
+ROUNDS ?= 1
 WRITERS ?= 2
+SOAK_KERNEL ?= debug
+FUZZ_CALLS ?=
 soak: deps tree
-	@scripts/build-kernel --debug
-	@scripts/build-tests debug
+	@case "$(SOAK_KERNEL)" in debug|release) ;; \
+	*) echo "make soak: SOAK_KERNEL=$(SOAK_KERNEL): debug or release" >&2; exit 2 ;; esac
+	@case "$(ROUNDS)" in ''|*[!0-9]*|0) echo "make soak: ROUNDS=$(ROUNDS): a number ≥ 1" >&2; exit 2 ;; esac
+	@scripts/build-kernel $(if $(filter debug,$(SOAK_KERNEL)),--debug)
+	@scripts/build-tests $(SOAK_KERNEL)
 	@scripts/mkinitramfs
-	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+	@echo "make soak: $(SOAK_KERNEL) kernel; wostress $(ROUNDS) x $(DURATION) s, --sparse $(ROUNDS) x $(SPARSE_DURATION) s, kwrites --sparse, pmfuzz $(if $(FUZZ_CALLS),$(FUZZ_CALLS) calls,$(DURATION) s), pmdiff $(DIFF_DURATION) s"
+	@for r in $$(seq $(ROUNDS)); do \
+		echo "make soak: wostress round $$r of $(ROUNDS)"; \
+		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
-		--writers $(WRITERS) $(if $(SEED),--seed $(SEED))
-	@scripts/vm-run --debug --timeout $$(( $(SPARSE_DURATION) + 600 )) \
+		--writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
+	done
+	@for r in $$(seq $(ROUNDS)); do \
+		echo "make soak: wostress --sparse round $$r of $(ROUNDS)"; \
+		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(SPARSE_DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
-		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED))
-	@scripts/vm-run --debug --timeout 1800 \
+		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
+	done
+	@scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 \
 		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw no --sparse --sparse-mib 4096
-	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
-		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz --seconds $(DURATION) \
+	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(if $(FUZZ_CALLS),$(FUZZ_CALLS) / 500,$(DURATION)) + 600 )) \
+		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz \
+		$(if $(FUZZ_CALLS),--calls $(FUZZ_CALLS),--seconds $(DURATION)) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
-	@scripts/vm-run --debug --timeout $$(( $(DURATION) + 600 )) \
+	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DIFF_DURATION) + 600 )) \
 		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
-		--seconds $(DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
+		--seconds $(DIFF_DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
