@@ -227,6 +227,10 @@ struct ctx {
 	uint64_t late, excused_zero;
 	unsigned int walk_errors;
 	char walk_error[256];
+	/* the disruptor's operation in progress, for crash_report() */
+	_Atomic int dis_op;			/* -1: none */
+	_Atomic uintptr_t dis_p;
+	_Atomic size_t dis_len;
 };
 
 /*
@@ -246,6 +250,77 @@ struct writer {
 	uint32_t n, cap;
 	uint64_t seq;
 };
+
+/*
+ * A fatal signal in the test itself (a SIGSEGV or SIGBUS of a writer,
+ * the harvester or the disruptor) must say where, with what the
+ * disruptor was doing and the mappings: a soak that only prints
+ * "Segmentation fault" cannot tell a test bug from a kernel that mapped
+ * the wrong thing.  A handler takes no argument, hence the one pointer.
+ */
+static struct ctx *crash_ctx;
+static _Thread_local int crash_role = -1;	/* -1 harvester, -2 disruptor */
+
+static void crash_write(const char *buf, int n)
+{
+	while (n > 0) {
+		ssize_t k = write(STDOUT_FILENO, buf, (size_t)n);
+
+		if (k <= 0)
+			return;
+		buf += k;
+		n -= (int)k;
+	}
+}
+
+static void crash_report(int sig, siginfo_t *si, void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	const struct ctx *c = crash_ctx;
+	char buf[512];
+	int n, op = atomic_load(&c->dis_op), fd;
+
+	n = snprintf(buf, sizeof(buf),
+		     "# signal %d (si_code %d) at %p, ip %#llx, in %s %d of pid %d\n",
+		     sig, si->si_code, si->si_addr,
+		     (unsigned long long)uc->uc_mcontext.gregs[REG_RIP],
+		     crash_role >= 0 ? "writer" : crash_role == -1 ?
+		     "the harvester" : "the disruptor (or its fork child)",
+		     crash_role, (int)getpid());
+	crash_write(buf, n);
+	n = snprintf(buf, sizeof(buf), "# disruptor: %s at %#lx, %zu bytes\n",
+		     op >= 0 && op < OP_NOPS ? op_name[op] : "(between operations)",
+		     (unsigned long)atomic_load(&c->dis_p),
+		     (size_t)atomic_load(&c->dis_len));
+	crash_write(buf, n);
+	for (int i = 0; i < c->nact; i++) {
+		const struct region *r = &c->reg[c->act[i]];
+
+		n = snprintf(buf, sizeof(buf), "# region %s [%p, %p)\n",
+			     kind_name[r->kind], (void *)r->base,
+			     (void *)(r->base + r->len));
+		crash_write(buf, n);
+	}
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && (n = (int)read(fd, buf, sizeof(buf))) > 0)
+		crash_write(buf, n);
+	n = snprintf(buf, sizeof(buf), "Bail out! signal %d; replay with --seed %" PRIu64 "\n",
+		     sig, c->seed);
+	crash_write(buf, n);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void crash_setup(struct ctx *c)
+{
+	struct sigaction sa = { .sa_sigaction = crash_report,
+				.sa_flags = SA_SIGINFO };
+
+	crash_ctx = c;
+	atomic_store(&c->dis_op, -1);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -545,6 +620,7 @@ static void *writer_main(void *arg)
 	struct writer *w = arg;
 	struct ctx *c = w->c;
 
+	crash_role = (int)w->id;
 	while (c->sparse && !atomic_load(&c->go))
 		usleep(1000);
 	while (!atomic_load(&c->stop) && w->n < w->cap) {
@@ -921,6 +997,9 @@ static void *sparse_disruptor(struct ctx *c)
 		p = r->base + p0 * PSZ;
 		len = (p1 - p0) * PSZ;
 		park = r->base + r->len;
+		atomic_store(&c->dis_p, (uintptr_t)p);
+		atomic_store(&c->dis_len, len);
+		atomic_store(&c->dis_op, (int)op);
 		a = unit_at(r, p0 * PSZ);
 		b = unit_at(r, p1 * PSZ);
 		switch (op) {
@@ -977,6 +1056,7 @@ static void *sparse_disruptor(struct ctx *c)
 		default:
 			break;
 		}
+		atomic_store(&c->dis_op, -1);
 		if (ret)
 			c->ops_failed[op]++;
 		else
@@ -1002,6 +1082,7 @@ static void *disruptor_main(void *arg)
 	struct ctx *c = arg;
 	uint64_t rng = c->seed ^ 0xd15c0;
 
+	crash_role = -2;
 	if (c->sparse)
 		return sparse_disruptor(c);
 	while (!atomic_load(&c->stop)) {
@@ -1021,6 +1102,9 @@ static void *disruptor_main(void *arg)
 		else
 			pthread_rwlock_rdlock(&r->lock);
 		p = r->base + a * r->unit;
+		atomic_store(&c->dis_p, (uintptr_t)p);
+		atomic_store(&c->dis_len, (b - a) * r->unit);
+		atomic_store(&c->dis_op, (int)op);
 		switch (op) {
 		case OP_DONTNEED:
 			ret = madvise(p, (b - a) * r->unit, MADV_DONTNEED);
@@ -1113,6 +1197,7 @@ static void *disruptor_main(void *arg)
 			c->ops_failed[op]++;
 		else
 			c->ops_done[op]++;
+		atomic_store(&c->dis_op, -1);
 		note_op(c, r, a, b, op, destr, t0);
 		pthread_rwlock_unlock(&r->lock);
 	}
@@ -1415,6 +1500,8 @@ static void *hot_writer_main(void *arg)
 	struct ctx *c = w->c;
 	struct region *r = &c->reg[K_THP], *cold = &c->reg[K_MEMFD];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	crash_role = (int)w->id;
 
 	pin_cpu(w->id % (ncpu > 0 ? ncpu : 1));
 	while (!atomic_load(&c->stop) && w->n < w->cap) {
@@ -2010,6 +2097,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	crash_setup(c);
 	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
 		mw_bail("userfaultfd with WP_ASYNC", &c->seed);
