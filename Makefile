@@ -177,26 +177,32 @@ soak: deps tree
 	@scripts/build-kernel $(if $(filter debug,$(SOAK_KERNEL)),--debug)
 	@scripts/build-tests $(SOAK_KERNEL)
 	@scripts/mkinitramfs
+	@mkdir -p $(BUILD)/soak
+	@echo "make soak: guest consoles in $(BUILD)/soak/"
 	@echo "make soak: $(SOAK_KERNEL) kernel; wostress $(ROUNDS) x $(DURATION) s, --sparse $(ROUNDS) x $(SPARSE_DURATION) s, kwrites --sparse, pmfuzz $(if $(FUZZ_CALLS),$(FUZZ_CALLS) calls,$(DURATION) s), pmdiff $(DIFF_DURATION) s"
 	@for r in $$(seq $(ROUNDS)); do \
 		echo "make soak: wostress round $$r of $(ROUNDS)"; \
 		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DURATION) + 600 )) \
+		--log $(BUILD)/soak/wostress-$$r.console \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
 		--writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
 	done
 	@for r in $$(seq $(ROUNDS)); do \
 		echo "make soak: wostress --sparse round $$r of $(ROUNDS)"; \
 		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(SPARSE_DURATION) + 600 )) \
+		--log $(BUILD)/soak/wostress-sparse-$$r.console \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
 		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
 	done
-	@scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 \
+	@scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 --log $(BUILD)/soak/kwrites.console \
 		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw no --sparse --sparse-mib 4096
 	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(if $(FUZZ_CALLS),$(FUZZ_CALLS) / 500,$(DURATION)) + 600 )) \
+		--log $(BUILD)/soak/pmfuzz.console \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz \
 		$(if $(FUZZ_CALLS),--calls $(FUZZ_CALLS),--seconds $(DURATION)) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DIFF_DURATION) + 600 )) \
+		--log $(BUILD)/soak/pmdiff.console \
 		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
 		--seconds $(DIFF_DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
 
