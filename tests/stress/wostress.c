@@ -1140,6 +1140,9 @@ static void *disruptor_main(void *arg)
 			q = mremap(r->base, r->len, r->len,
 				   MREMAP_MAYMOVE | MREMAP_FIXED, to);
 			if (q == MAP_FAILED) {
+				/* the kernel may have unmapped the destination
+				 * before failing: what is there now may not be
+				 * the reservation (see main()'s mallopt()) */
 				munmap(to, r->len);
 				ret = -1;
 				break;
@@ -2108,6 +2111,18 @@ int main(int argc, char **argv)
 		return hot_main(c, argv[0]);
 	if (c->sparse)
 		return sparse_main(c, argv[0]);
+	/*
+	 * The disruptor unmaps and maps at addresses it owns (reserve(), a
+	 * failed MREMAP_FIXED, which may already have unmapped its
+	 * destination, munmap+mmap), and between two of its calls the kernel
+	 * may give such a hole to another thread's mmap: glibc's malloc in
+	 * the harvester took one, the disruptor's munmap removed it, and the
+	 * harvester died of a SIGSEGV in sysmalloc_mmap() (soak, release
+	 * kernel, loaded host).  So no thread but the disruptor maps anything
+	 * while it runs: one arena, grown by brk only.
+	 */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_MAX, 0);
 	for (int k = 0; k < K_SPARSE; k++)
 		c->act[c->nact++] = k;
 	printf("TAP version 13\n1..%d\n", c->self_test ? 2 : 4);
