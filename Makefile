@@ -162,13 +162,15 @@ conformance: deps tree
 ##             SOAK_KERNEL=release: on the release kernel, about 15x the
 ##             writes and 5x the calls per second under TCG (SEED=N replays
 ##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
-##             DIFF_SEED=N for the differential)
+##             DIFF_SEED=N for the differential; SOAK_STEPS: a subset of
+##             "wostress sparse kwrites pmfuzz pmdiff", to go on after one)
 DURATION ?= 1800
 SPARSE_DURATION ?= 300
 DIFF_DURATION ?= $(DURATION)
 ROUNDS ?= 1
 WRITERS ?= 2
 SOAK_KERNEL ?= debug
+SOAK_STEPS ?= wostress sparse kwrites pmfuzz pmdiff
 FUZZ_CALLS ?=
 soak: deps tree
 	@case "$(SOAK_KERNEL)" in debug|release) ;; \
@@ -180,28 +182,28 @@ soak: deps tree
 	@mkdir -p $(BUILD)/soak
 	@echo "make soak: guest consoles in $(BUILD)/soak/"
 	@echo "make soak: $(SOAK_KERNEL) kernel; wostress $(ROUNDS) x $(DURATION) s, --sparse $(ROUNDS) x $(SPARSE_DURATION) s, kwrites --sparse, pmfuzz $(if $(FUZZ_CALLS),$(FUZZ_CALLS) calls,$(DURATION) s), pmdiff $(DIFF_DURATION) s"
-	@for r in $$(seq $(ROUNDS)); do \
+	@$(if $(filter wostress,$(SOAK_STEPS)),,echo "make soak: wostress skipped (SOAK_STEPS)" ||) for r in $$(seq $(ROUNDS)); do \
 		echo "make soak: wostress round $$r of $(ROUNDS)"; \
 		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DURATION) + 600 )) \
 		--log $(BUILD)/soak/wostress-$$r.console \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
 		--writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
 	done
-	@for r in $$(seq $(ROUNDS)); do \
+	@$(if $(filter sparse,$(SOAK_STEPS)),,echo "make soak: sparse skipped (SOAK_STEPS)" ||) for r in $$(seq $(ROUNDS)); do \
 		echo "make soak: wostress --sparse round $$r of $(ROUNDS)"; \
 		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(SPARSE_DURATION) + 600 )) \
 		--log $(BUILD)/soak/wostress-sparse-$$r.console \
 		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
 		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
 	done
-	@scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 --log $(BUILD)/soak/kwrites.console \
-		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw no --sparse --sparse-mib 4096
-	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(if $(FUZZ_CALLS),$(FUZZ_CALLS) / 500,$(DURATION)) + 600 )) \
+	@$(if $(filter kwrites,$(SOAK_STEPS)),,echo "make soak: kwrites skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 --log $(BUILD)/soak/kwrites.console \
+		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw $(if $(filter release,$(SOAK_KERNEL)),yes,no) --sparse --sparse-mib 4096
+	@$(if $(filter pmfuzz,$(SOAK_STEPS)),,echo "make soak: pmfuzz skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(if $(FUZZ_CALLS),$(FUZZ_CALLS) / 500,$(DURATION)) + 600 )) \
 		--log $(BUILD)/soak/pmfuzz.console \
 		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz \
 		$(if $(FUZZ_CALLS),--calls $(FUZZ_CALLS),--seconds $(DURATION)) \
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
-	@scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DIFF_DURATION) + 600 )) \
+	@$(if $(filter pmdiff,$(SOAK_STEPS)),,echo "make soak: pmdiff skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DIFF_DURATION) + 600 )) \
 		--log $(BUILD)/soak/pmdiff.console \
 		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
 		--seconds $(DIFF_DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
