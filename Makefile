@@ -176,6 +176,9 @@ soak: deps tree
 	@case "$(SOAK_KERNEL)" in debug|release) ;; \
 	*) echo "make soak: SOAK_KERNEL=$(SOAK_KERNEL): debug or release" >&2; exit 2 ;; esac
 	@case "$(ROUNDS)" in ''|*[!0-9]*|0) echo "make soak: ROUNDS=$(ROUNDS): a number ≥ 1" >&2; exit 2 ;; esac
+	@for s in $(SOAK_STEPS); do case $$s in wostress|sparse|kwrites|pmfuzz|pmdiff) ;; \
+	*) echo "make soak: SOAK_STEPS: no step $$s (wostress sparse kwrites pmfuzz pmdiff)" >&2; exit 2 ;; esac; done
+	@[ -n "$(strip $(SOAK_STEPS))" ] || { echo "make soak: SOAK_STEPS is empty" >&2; exit 2; }
 	@scripts/build-kernel $(if $(filter debug,$(SOAK_KERNEL)),--debug)
 	@scripts/build-tests $(SOAK_KERNEL)
 	@scripts/mkinitramfs
