@@ -38,7 +38,6 @@
 #include "mw-marker.h"
 
 #include <sys/syscall.h>
-#include <sys/uio.h>
 
 #define PG	4096UL
 #define PMD	(2UL << 20)
