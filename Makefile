@@ -3,7 +3,7 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs check-series clients wine upstream-patches
+	conformance soak deb check-configs check-series clients wine bdwgc bdwgc-figures upstream-patches
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -58,6 +58,7 @@ check: deps tree
 	@scripts/prepare-upstream
 	@scripts/build-criu
 	@scripts/build-wine
+	@tests/bdwgc/build
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
 	@scripts/check
@@ -140,6 +141,40 @@ wine: deps tree
 	@scripts/build-wine
 	@scripts/mkinitramfs
 	@scripts/wine --figures
+
+## bdwgc       the Boehm GC (../shared/clients/bdwgc-9d83c00b.tar.xz, with
+##             tests/bdwgc/patches/: its userfaultfd + PAGEMAP_SCAN dirty-bit
+##             layer) built static in two flavours, default and
+##             -DCHECK_UFFD_VDB (tests/bdwgc/build, cached), then its own
+##             test programs in incremental mode on our release kernel and
+##             upstream 6.12 (the new layer must run) and Debian's 6.1
+##             (the soft-dirty fallback must run; the check flavour must
+##             abort), tests/bdwgc/gc-kwrites (objects referenced only by
+##             pointers the kernel wrote: none lost), and its gctest.exe
+##             under Wine on ours and on 6.1 (make wine's image);
+##             BDWGC_KERNELS="ours upstream" limits the kernels, BDWGC_WINE=0
+##             leaves Wine out (tests/bdwgc/run; TAP)
+bdwgc: deps tree
+	@scripts/build-kernel
+	@scripts/prepare-pristine
+	@scripts/prepare-upstream
+	@scripts/build-wine
+	@scripts/mkinitramfs
+	@tests/bdwgc/build
+	@tests/bdwgc/run
+
+## bdwgc-figures  the cost of bdwgc's dirty bits side by side under -icount:
+##             gctest and tests/bdwgc/gcbench (a heap of 256 MiB and more)
+##             with the new layer, soft-dirty and mprotect on our release
+##             kernel and the new layer on upstream 6.12: collections, the
+##             time of a read, pages reported dirty, world-stopped marking,
+##             the program's time (BDWGC_FIG_ROUNDS rounds, default 3;
+##             build/bdwgc/figures.txt).  Not part of make check
+bdwgc-figures: deps tree
+	@scripts/build-kernel
+	@scripts/prepare-upstream
+	@tests/bdwgc/build
+	@tests/bdwgc/figures
 
 ## conformance the differential test alone: SEEDS (default 1-40) seeded
 ##             scenarios on the debug kernel and on upstream 6.12, diffed
