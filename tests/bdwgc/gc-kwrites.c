@@ -240,27 +240,6 @@ static void bail_msg(const struct ctx *c, const char *what)
 	exit(1);
 }
 
-/* All n bytes through read(2) or write(2), retried on EINTR: 0 or -1. */
-static int xio(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = EPIPE;
-			return -1;
-		}
-		c += r;
-		n -= r;
-	}
-	return 0;
-}
-
 /*
  * Overwrite the stack below the caller, where dead frames may still hold
  * an object's address that the conservative collector would take for a
@@ -303,10 +282,10 @@ void courier_main(struct ctx *c, pid_t parent, int cmd_r, int rep_w,
 		memfd = open(path, O_RDWR | O_CLOEXEC);
 		hello[1].res = memfd;
 		hello[1].err = memfd < 0 ? errno : 0;
-		if (xio(rep_w, hello, sizeof(hello), true))
+		if (mw_xio(rep_w, hello, sizeof(hello), true))
 			_exit(3);
 	}
-	while (!xio(cmd_r, &m, sizeof(m), false) && m.op != C_EXIT) {
+	while (!mw_xio(cmd_r, &m, sizeof(m), false) && m.op != C_EXIT) {
 		uint64_t val = m.garble ? (uint64_t)m.hid :
 			       (uint64_t)(uintptr_t)GC_REVEAL_POINTER(m.hid);
 		struct iovec l = { &val, sizeof(val) };
@@ -317,7 +296,7 @@ void courier_main(struct ctx *c, pid_t parent, int cmd_r, int rep_w,
 		errno = 0;
 		switch (m.op) {
 		case C_PIPE:
-			rep.res = xio(data_w, &val, sizeof(val), true) ? -1 :
+			rep.res = mw_xio(data_w, &val, sizeof(val), true) ? -1 :
 				  (long)sizeof(val);
 			break;
 		case C_FILE:
@@ -343,7 +322,7 @@ void courier_main(struct ctx *c, pid_t parent, int cmd_r, int rep_w,
 		}
 		rep.err = rep.res < 0 ? errno : 0;
 		val = 0;
-		if (xio(rep_w, &rep, sizeof(rep), true))
+		if (mw_xio(rep_w, &rep, sizeof(rep), true))
 			break;
 	}
 	_exit(0);
@@ -376,7 +355,7 @@ static void start_courier(struct ctx *c)
 	c->cmd_w = cm[1];
 	c->rep_r = rp[0];
 	c->data_r = dp[0];
-	if (xio(c->rep_r, hello, sizeof(hello), false))
+	if (mw_xio(c->rep_r, hello, sizeof(hello), false))
 		mw_bail("the courier's first reply", &c->seed);
 	c->have_pvw = hello[0].res == 0;
 	c->pvw_errno = hello[0].err;
@@ -393,8 +372,8 @@ static struct crep courier(struct ctx *c, int op, int k, GC_hidden_pointer hid,
 	};
 	struct crep rep;
 
-	if (xio(c->cmd_w, &m, sizeof(m), true) ||
-	    xio(c->rep_r, &rep, sizeof(rep), false))
+	if (mw_xio(c->cmd_w, &m, sizeof(m), true) ||
+	    mw_xio(c->rep_r, &rep, sizeof(rep), false))
 		mw_bail("talk to the courier", &c->seed);
 	return rep;
 }
@@ -404,7 +383,7 @@ static void stop_courier(struct ctx *c)
 	struct ccmd m = { .op = C_EXIT };
 	int st;
 
-	if (xio(c->cmd_w, &m, sizeof(m), true) ||
+	if (mw_xio(c->cmd_w, &m, sizeof(m), true) ||
 	    waitpid(c->courier, &st, 0) != c->courier)
 		mw_bail("stop the courier", &c->seed);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
@@ -684,7 +663,7 @@ static long deliver(struct ctx *c, enum path p, unsigned int round, int k,
 			int e = errno;
 
 			/* A failed read leaves the bytes in the pipe. */
-			if (xio(c->data_r, c->drain, sizeof(void *) -
+			if (mw_xio(c->data_r, c->drain, sizeof(void *) -
 				(r > 0 ? r : 0), false))
 				mw_bail("drain the pipe", &c->seed);
 			memset(c->drain, 0, sizeof(void *));

@@ -167,6 +167,30 @@ static inline void tap_guest_only(void)
 /* ---- random numbers ----------------------------------------------------- */
 
 /* splitmix64: the next number of the stream *state. */
+/*
+ * All n bytes through read(2) or write(2), retried on EINTR: 0, or -1 with
+ * errno set (EPIPE for an end of file before n bytes).
+ */
+static inline int mw_xio(int fd, void *p, size_t n, bool wr)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EPIPE;
+			return -1;
+		}
+		c += r;
+		n -= r;
+	}
+	return 0;
+}
+
 static inline uint64_t mw_rnd(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

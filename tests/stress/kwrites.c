@@ -180,32 +180,14 @@ static uint64_t hword(uint64_t seq, uint64_t i)
 
 /* ---- the helper process ------------------------------------------------ */
 
-/* All n bytes through read(2) or write(2), retried on EINTR: 0 or -1. */
-static int xio(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= r;
-	}
-	return 0;
-}
-
 static int xwrite(int fd, const void *p, size_t n)
 {
-	return xio(fd, (void *)p, n, true);
+	return mw_xio(fd, (void *)p, n, true);
 }
 
 static int xread(int fd, void *p, size_t n)
 {
-	return xio(fd, p, n, false);
+	return mw_xio(fd, p, n, false);
 }
 
 static void helper_main(pid_t parent, int cmd_r, int rep_w, int pipe_w)
