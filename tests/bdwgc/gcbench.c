@@ -83,14 +83,6 @@ struct bench {
 	unsigned long *writes;		/* per tree span: rewrites so far */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static struct node *new_node(struct node *l, struct node *r)
 {
 	struct node *n = GC_MALLOC(sizeof(*n));
@@ -355,7 +347,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	t0 = now();
+	t0 = mw_now_s();
 	gc0 = GC_get_gc_no();
 	/* Room for the long-lived data and then some: a heap of 256+ MiB. */
 	if (!GC_expand_hp(((size_t)b.live_mib + 64) << 20)) {
@@ -364,23 +356,23 @@ int main(int argc, char **argv)
 	}
 	(void)make_tree(b.max_depth + 1);	/* the stretch tree */
 	build_long_lived(&b);
-	tl = now();
+	tl = mw_now_s();
 	printf("# long-lived: %zu tree nodes, %zu doubles, built in %.3f s, "
 	       "%lu collections, heap %zu MiB\n", b.tree_nodes, b.array_len,
 	       tl - t0, (unsigned long)(GC_get_gc_no() - gc0),
 	       GC_get_heap_size() >> 20);
 	for (unsigned int it = 0; it < b.iterations; it++) {
-		double ti = now();
+		double ti = mw_now_s();
 		GC_word g = GC_get_gc_no();
 		unsigned long w = rewrite_old(&b);
 
 		young_trees(&b);
 		printf("# iteration %u: %.3f s, %lu spans rewritten, %lu "
-		       "collections, heap %zu MiB\n", it + 1, now() - ti, w,
+		       "collections, heap %zu MiB\n", it + 1, mw_now_s() - ti, w,
 		       (unsigned long)(GC_get_gc_no() - g),
 		       GC_get_heap_size() >> 20);
 	}
-	t1 = now();
+	t1 = mw_now_s();
 
 	count = check_tree(&b, b.tree, b.tree_nodes, 0, &bad);
 	for (size_t k = 0; k < b.array_len; k++)

@@ -1782,10 +1782,7 @@ static void guest_setup(void)
 	char p[128];
 	cpu_set_t cpus;
 
-	if (!mw_in_guest()) {
-		fprintf(stderr, "conformance: not a memwatch guest (memwatch.guest=1): refusing\n");
-		exit(2);
-	}
+	tap_guest_only();
 	snprintf(p, sizeof(p), "%skhugepaged/pages_to_scan", thp);
 	put(p, "8");
 	snprintf(p, sizeof(p), "%skhugepaged/max_ptes_none", thp);

@@ -301,22 +301,6 @@ static void mix(struct fz *fz, uint64_t v)
 	fz->digest = mw_rnd(&s);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /*
  * The event log: thread tid (0 main, 1.. disruptors) starts an operation
  * (begin) and finishes it (end).  A hang is an operation that never
@@ -326,7 +310,7 @@ static uint64_t now_ns(void)
  */
 static void log_event(struct fz *fz, int tid, const char *fmt, va_list ap)
 {
-	uint64_t t = now_ns();
+	uint64_t t = mw_now_ns();
 
 	pthread_mutex_lock(&fz->log_mu);
 	fz->log[fz->log_next % LOG_N].t = t;
@@ -348,7 +332,7 @@ static void begin(struct fz *fz, int tid, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_event(fz, tid, fmt, ap);
 	va_end(ap);
-	atomic_store(&fz->busy_since[tid], now_ns());
+	atomic_store(&fz->busy_since[tid], mw_now_ns());
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -2656,7 +2640,7 @@ static void *watchdog_main(void *arg)
 	struct fz *fz = arg;
 
 	while (!atomic_load(&fz->wd_stop)) {
-		uint64_t t = now_ns();
+		uint64_t t = mw_now_ns();
 
 		for (unsigned int i = 0; i <= fz->nthreads; i++) {
 			uint64_t since = atomic_load(&fz->busy_since[i]);
@@ -2859,12 +2843,7 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 	if (fz->no_disrupt)
 		fz->nthreads = 0;
-	if (!mw_in_guest()) {
-		fprintf(stderr, "pmfuzz: not in the memwatch guest (no "
-			"memwatch.guest=1 on the kernel command line), "
-			"refusing\n");
-		return 2;
-	}
+	tap_guest_only();
 	/* The same layout on every run: no address-space randomisation. */
 	mw_no_aslr(argv);
 
@@ -2922,7 +2901,7 @@ int main(int argc, char **argv)
 	}
 	if (pthread_create(&wd, NULL, watchdog_main, fz))
 		mw_bail("pthread_create", &fz->seed);
-	t0 = now();
+	t0 = mw_now_s();
 	tend = fz->seconds ? t0 + fz->seconds : 0;
 	while (fz->calls < fz->max_calls) {
 		uint64_t before = fz->touches + fz->clear_refs;
@@ -2930,19 +2909,19 @@ int main(int argc, char **argv)
 		one_call(fz);
 		if (fz->touches + fz->clear_refs == before)
 			fz->calls++;
-		if (fz->calls % 64 == 0 && tend && now() >= tend)
+		if (fz->calls % 64 == 0 && tend && mw_now_s() >= tend)
 			break;
 		if (fz->calls && fz->calls % 10000 == 0 &&
 		    fz->touches + fz->clear_refs == before && !fz->quiet)
 			printf("# %" PRIu64 " calls, %.0f s, digest %016" PRIx64
-			       "\n", fz->calls, now() - t0, fz->digest);
+			       "\n", fz->calls, mw_now_s() - t0, fz->digest);
 	}
 	atomic_store(&fz->stop, true);
 	for (unsigned int i = 0; i < fz->nthreads; i++)
 		pthread_join(d[i].th, NULL);
 	atomic_store(&fz->wd_stop, true);
 	pthread_join(wd, NULL);
-	summary(fz, now() - t0);
+	summary(fz, mw_now_s() - t0);
 
 	/* A check that never ran proves nothing: it fails. */
 	for (int c = 0; c < C_N; c++) {

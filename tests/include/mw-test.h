@@ -12,6 +12,7 @@
  *                 carries memwatch.guest=1, the marker of the QEMU guests
  *                 (the safety rule in README.md: no test touches the host);
  *                 mw_no_aslr(argv): re-exec without address randomisation.
+ *   clock         mw_now_ns(), mw_now_s(): CLOCK_MONOTONIC.
  *   random        mw_rnd(), mw_rndn(): splitmix64 over a caller's state, so
  *                 that a printed seed replays a run exactly.
  *   touching      mw_touch(): read or write one byte that may fault,
@@ -46,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
@@ -154,14 +156,35 @@ static inline void mw_no_aslr(char **argv)
 		execv("/proc/self/exe", argv);
 }
 
-/* Refuse to run outside the guest (exit 1); then stdout line-buffered. */
+/*
+ * Refuse to run outside the guest: one line on stderr naming the program,
+ * exit status 2 (as for bad arguments).  Then stdout line-buffered, so that
+ * TAP and the lines of other processes reach the guest's log in order.
+ */
 static inline void tap_guest_only(void)
 {
 	if (!mw_in_guest()) {
-		printf("not in the memwatch guest, refusing\n");
-		exit(1);
+		fprintf(stderr, "%s: not in the memwatch guest (no "
+			"memwatch.guest=1 on the kernel command line), "
+			"refusing\n", program_invocation_short_name);
+		exit(2);
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* ---- clock ----------------------------------------------------------------- */
+
+static inline uint64_t mw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline double mw_now_s(void)
+{
+	return (double)mw_now_ns() / 1e9;
 }
 
 /* ---- random numbers ----------------------------------------------------- */

@@ -87,14 +87,6 @@ static void *writer(void *argp)
 	return NULL;
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
 	enum memwatch_backend be;
@@ -142,13 +134,13 @@ int main(int argc, char **argv)
 		ret = memwatch_add(mw, sh.base, sh.npages * sh.ps, 0);
 	if (!tap_ok(ret == 0, "open %s and watch %zu MiB", argv[1], mib))
 		return 1;
-	t0 = now_s();
+	t0 = mw_now_s();
 	for (i = 0; i < WRITERS; i++) {
 		args[i] = (struct writer_arg){ &sh, 2654435761u * (unsigned int)(i + 1) };
 		pthread_create(&th[i], NULL, writer, &args[i]);
 	}
 	for (;;) {
-		bool last = atomic_load(&sh.stop) || now_s() - t0 > MAX_SECONDS;
+		bool last = atomic_load(&sh.stop) || mw_now_s() - t0 > MAX_SECONDS;
 		bool is_short = !last && harvests % 4 == 3;
 		uintptr_t cap = is_short ? 1 + harvests / 4 % SHORT : sh.npages;
 		uintptr_t count = cap;
@@ -199,7 +191,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	tap_diag("%d writers, %lu writes in %.1f s, %lu harvests (%lu short), %lu pages reported",
-		 WRITERS, atomic_load(&sh.total), now_s() - t0, harvests, shorts,
+		 WRITERS, atomic_load(&sh.total), mw_now_s() - t0, harvests, shorts,
 		 reported);
 	tap_diag("%lu late (first at harvest %lu), %lu never reported, %lu false",
 		 late, first_late == ~0UL ? 0 : first_late, lost, falsepos);

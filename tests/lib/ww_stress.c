@@ -88,14 +88,6 @@ static void *writer(void *argp)
 	return NULL;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
 	uint32_t *S, *T, *Sprev, *Tprev, *covered;
@@ -165,7 +157,7 @@ int main(int argc, char **argv)
 		    st.range >> 20, st.npages))
 		return 1;
 
-	t0 = now_s();
+	t0 = mw_now_s();
 	for (t = 0; t < st.nwriters; t++) {
 		args[t] = (struct writer_arg){ &st, t };
 		pthread_create(&th[t], NULL, writer, &args[t]);
@@ -221,7 +213,7 @@ int main(int argc, char **argv)
 		if (last)
 			break;
 	}
-	t1 = now_s();
+	t1 = mw_now_s();
 	for (t = 0; t < st.nwriters; t++) {
 		if (st.done_rounds[t] < min_rounds)
 			min_rounds = st.done_rounds[t];

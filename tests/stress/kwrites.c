@@ -1028,13 +1028,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kwrites: --rounds and --writes: 2 or more\n");
 		return 2;
 	}
-	if (!mw_in_guest()) {
-		fprintf(stderr, "kwrites: not in the memwatch guest (no "
-			"memwatch.guest=1 on the kernel command line), "
-			"refusing\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	tap_guest_only();
 	g.rng = g.seed;
 	for (int m = g.sparse ? M_SPARSE : 0; m < (g.sparse ? M_N : M_SPARSE);
 	     m++)

@@ -1390,14 +1390,6 @@ struct drv {
 	double t0;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1548,7 +1540,7 @@ static bool run_pass(struct drv *d, uint64_t k, int pass, uint64_t perturb_at)
 	struct seqres *res = d->res[pass];
 	char path[64];
 	int tfd = -1, st;
-	double t0 = now();
+	double t0 = mw_now_s();
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
@@ -1600,7 +1592,7 @@ static bool run_pass(struct drv *d, uint64_t k, int pass, uint64_t perturb_at)
 
 		if (r == pid)
 			break;
-		if (now() - t0 > d->o.hang_s) {
+		if (mw_now_s() - t0 > d->o.hang_s) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
@@ -1707,7 +1699,7 @@ static void tally_pass(struct drv *d, uint64_t k, int pass)
 static void run_one(struct drv *d, uint64_t k)
 {
 	struct seqres *on = d->res[0], *off = d->res[1];
-	double t0 = now();
+	double t0 = mw_now_s();
 	uint64_t perturb = 0;
 	bool ok;
 
@@ -1724,7 +1716,7 @@ static void run_one(struct drv *d, uint64_t k)
 		if (!d->o.quiet)
 			printf("# sequence %" PRIu64 ": digest %016" PRIx64
 			       ", %" PRIu64 " ops, %" PRIu64 " lines, %.1f s\n",
-			       k, on->digest, on->ops, on->lines, now() - t0);
+			       k, on->digest, on->ops, on->lines, mw_now_s() - t0);
 		d->all = (d->all ^ on->digest) * 0x100000001b3ULL;
 		d->agreed++;
 		return;
@@ -1790,7 +1782,7 @@ static void run_one(struct drv *d, uint64_t k)
 		       " ops, %" PRIu64 " lines, VmPTE max %" PRId64 "/%" PRId64
 		       " kB on/off, %.1f s\n", k, ok ? "agree" : "DIFFER",
 		       on->digest, on->ops, on->lines, pte_max(on),
-		       pte_max(off), now() - t0);
+		       pte_max(off), mw_now_s() - t0);
 }
 
 static void usage(const char *argv0)
@@ -1900,12 +1892,7 @@ int main(int argc, char **argv)
 		d->o.sequences = 1;
 	else if (d->o.seconds && !seqs_given)
 		d->o.sequences = UINT64_MAX;
-	if (!mw_in_guest()) {
-		fprintf(stderr, "pmdiff: not in the memwatch guest (no "
-			"memwatch.guest=1 on the kernel command line), "
-			"refusing\n");
-		return 2;
-	}
+	tap_guest_only();
 	/*
 	 * No address-space randomisation (a re-exec): the stack's offset in
 	 * its page decides how many pages the same code touches, which
@@ -1977,17 +1964,17 @@ int main(int argc, char **argv)
 	thp_save(d);
 	usleep(200000);		/* the scan its wake-up started */
 
-	d->t0 = shown = now();
+	d->t0 = shown = mw_now_s();
 	for (uint64_t k = d->o.first; k - d->o.first < d->o.sequences; k++) {
-		double t1 = now();
+		double t1 = mw_now_s();
 
 		if (d->o.seconds && k > d->o.first &&
 		    t1 - d->t0 + last > d->o.seconds)
 			break;
 		run_one(d, k);
-		last = now() - t1;
-		if (d->o.quiet && now() - shown >= 60) {
-			shown = now();
+		last = mw_now_s() - t1;
+		if (d->o.quiet && mw_now_s() - shown >= 60) {
+			shown = mw_now_s();
 			printf("# %" PRIu64 " sequences in %.0f s: %" PRIu64
 			       " agree, %" PRIu64 " differ, %" PRIu64
 			       " did not finish\n", d->ran, shown - d->t0,
@@ -1998,7 +1985,7 @@ int main(int argc, char **argv)
 
 	printf("# %" PRIu64 " sequences, %" PRIu64 " ops, %" PRIu64
 	       " answer lines in %.1f s; VmPTE max %" PRId64 " kB", d->ran,
-	       d->ops, d->lines, now() - d->t0, d->pte_max[0]);
+	       d->ops, d->lines, mw_now_s() - d->t0, d->pte_max[0]);
 	if (d->o.compare)
 		printf(" %s, %" PRId64 " kB %s", d->knob ? "with the marker" :
 		       "in the first passes", d->pte_max[1], d->knob ?

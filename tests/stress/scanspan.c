@@ -49,14 +49,6 @@ struct span {
 	unsigned int nout;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 static void probe_tsm(struct span *s)
 {
 	void *p = mmap((void *)(uintptr_t)(1ULL << 48), PSZ, PROT_NONE,
@@ -171,20 +163,20 @@ int main(int argc, char **argv)
 		mw_bail("calloc", NULL);
 
 	for (r = 0; r < rounds && !err; r++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = mw_now_ns();
 
 		s.nout = 0;
 		for (i = 0; i < s.nvmas && !err; i++)
 			err = scan(&s, s.vma_start[i], s.vma_end[i]);
-		t_vmas[r] = now_ns() - t0;
+		t_vmas[r] = mw_now_ns() - t0;
 		nref = s.nout;
 		memcpy(ref, s.out, nref * sizeof(ref[0]));
 
 		s.nout = 0;
-		t0 = now_ns();
+		t0 = mw_now_ns();
 		if (!err)
 			err = scan(&s, 0, s.tsm);
-		t_full[r] = now_ns() - t0;
+		t_full[r] = mw_now_ns() - t0;
 	}
 	tap_ok(!err, "PAGEMAP_SCAN of [0, %#" PRIx64 ") and of the %u VMAs below it succeed%s%s",
 	       s.tsm, s.nvmas, err ? ": " : "", err ? strerror(-err) : "");

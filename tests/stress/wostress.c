@@ -2095,11 +2095,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wostress: --writers must be 1..%d\n", MAXW);
 		return 2;
 	}
-	if (!mw_in_guest()) {
-		fprintf(stderr, "wostress: not in the memwatch guest, refusing (it compacts memory)\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* It compacts memory. */
+	tap_guest_only();
 	crash_setup(c);
 	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
