@@ -12,7 +12,8 @@
  * writing page 2 of the first mapping every 20 ms (for `memwatch top`)
  * until killed.
  */
-#define _GNU_SOURCE
+#include "mw-test.h"
+
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <stdio.h>
@@ -29,19 +30,11 @@
 /* Register [p, p + len) for uffd-wp and protect two runs of it. */
 static int protect(char *p, long len, long a, long b, long n)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .range = { (unsigned long)p, (unsigned long)len },
-				       .mode = UFFDIO_REGISTER_MODE_WP };
-	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+	int fd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY, 0);
 
-	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg))
-		return -1;
-	wp.range = (struct uffdio_range){ (unsigned long)(p + a), (unsigned long)n };
-	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
-		return -1;
-	wp.range = (struct uffdio_range){ (unsigned long)(p + b), (unsigned long)n };
-	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+	if (fd < 0 || mw_uffd_register_wp(fd, p, (size_t)len) ||
+	    mw_uffd_wp(fd, p + a, (size_t)n, true) ||
+	    mw_uffd_wp(fd, p + b, (size_t)n, true))
 		return -1;
 	return fd;	/* kept open: nothing writes there again */
 }

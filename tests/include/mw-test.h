@@ -18,6 +18,8 @@
  *   touching      mw_touch(): read or write one byte that may fault,
  *                 returning the signal (SIGSEGV, SIGBUS) instead of dying,
  *                 once mw_on_fault() is the handler of both.
+ *   userfaultfd   mw_uffd_open(), mw_uffd_register_wp(), mw_uffd_wp(): the
+ *                 set-up every uffd-wp test repeats, each returning -errno.
  *   uapi          the kernel ABI the tests use that older system headers
  *                 lack (PAGEMAP_SCAN, UFFD_FEATURE_WP_*, newer MADV_ and
  *                 mmap flags), each defined only where the headers do not.
@@ -47,6 +49,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -334,5 +337,49 @@ struct pm_scan_arg {
 #ifndef PAGE_IS_SOFT_DIRTY
 #define PAGE_IS_SOFT_DIRTY (1 << 7)
 #endif
+
+/* ---- userfaultfd -------------------------------------------------------- */
+
+/*
+ * A userfaultfd opened with FLAGS (O_CLOEXEC, O_NONBLOCK,
+ * UFFD_USER_MODE_ONLY) after UFFDIO_API with FEATURES: the descriptor, or
+ * -errno (the descriptor closed).
+ */
+static inline int mw_uffd_open(int flags, uint64_t features)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	int fd = (int)syscall(__NR_userfaultfd, flags), err;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Register [p, p + len) with FD in write-protect mode: 0 or -errno. */
+static inline int mw_uffd_register_wp(int fd, void *p, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)p, len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+
+	return ioctl(fd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+}
+
+/* Write-protect (ON) or un-protect [p, p + len): 0 or -errno. */
+static inline int mw_uffd_wp(int fd, void *p, size_t len, bool on)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { (uintptr_t)p, len },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(fd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
+}
 
 #endif /* MW_TEST_H */

@@ -130,21 +130,14 @@ static void layout(char *r)
  */
 static int wp_layout(char *w)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .range = { (uintptr_t)w, 8 * ps },
-				       .mode = UFFDIO_REGISTER_MODE_WP };
-	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+	int fd;
 
 	memset(w, 1, 8 * ps);
 	madvise(w + 6 * ps, 2 * ps, MADV_PAGEOUT);
-	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg))
-		return -1;
-	wp.range = (struct uffdio_range){ (uintptr_t)w + ps, 2 * ps };
-	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
-		return -1;
-	wp.range = (struct uffdio_range){ (uintptr_t)w + 7 * ps, ps };
-	if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+	fd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY, 0);
+	if (fd < 0 || mw_uffd_register_wp(fd, w, 8 * ps) ||
+	    mw_uffd_wp(fd, w + ps, 2 * ps, true) ||
+	    mw_uffd_wp(fd, w + 7 * ps, ps, true))
 		return -1;
 	return fd;
 }

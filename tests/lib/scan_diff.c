@@ -69,20 +69,16 @@ static char *aligned(size_t n, int prot)
 
 static int uffd_arm(char *p, size_t len)
 {
-	struct uffdio_api api = { .api = UFFD_API,
-				  .features = (1ULL << 15) | (1ULL << 13) };
-	struct uffdio_register reg = { .range = { (uintptr_t)p, len },
-				       .mode = UFFDIO_REGISTER_MODE_WP };
-	struct uffdio_writeprotect wp = { .range = { (uintptr_t)p, len },
-					  .mode = UFFDIO_WRITEPROTECT_MODE_WP };
 	static int fd = -1;
 
 	if (fd < 0) {
-		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
-		if (fd < 0 || ioctl(fd, UFFDIO_API, &api))
+		fd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY,
+				  UFFD_FEATURE_WP_ASYNC |
+				  UFFD_FEATURE_WP_UNPOPULATED);
+		if (fd < 0)
 			return -1;
 	}
-	if (ioctl(fd, UFFDIO_REGISTER, &reg) || ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+	if (mw_uffd_register_wp(fd, p, len) || mw_uffd_wp(fd, p, len, true))
 		return -1;
 	return 0;
 }

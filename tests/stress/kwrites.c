@@ -348,17 +348,8 @@ static bool is_sparse(enum mkind m)
 
 static void arm_range(void *p, size_t len, bool reg)
 {
-	struct uffdio_register r = {
-		.range = { (uintptr_t)p, len },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	struct uffdio_writeprotect wp = {
-		.range = { (uintptr_t)p, len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-
-	if ((reg && ioctl(g.uffd, UFFDIO_REGISTER, &r)) ||
-	    ioctl(g.uffd, UFFDIO_WRITEPROTECT, &wp))
+	if ((reg && mw_uffd_register_wp(g.uffd, p, len)) ||
+	    mw_uffd_wp(g.uffd, p, len, true))
 		mw_bail("register and arm", &g.seed);
 }
 
@@ -410,9 +401,6 @@ static void map_mem(enum mkind m, char *at)
 		       PROT_READ | PROT_WRITE,
 		       (m == M_SHMEM ? MAP_SHARED : MAP_PRIVATE) |
 		       MAP_ANONYMOUS, -1, 0);
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
-	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
-
 	if (p == MAP_FAILED)
 		mw_bail("mmap", &g.seed);
 	if (m == M_THP) {
@@ -425,11 +413,7 @@ static void map_mem(enum mkind m, char *at)
 	mm->base = p;
 	mm->len = len;
 	mm->npages = len / PSZ;
-	reg.range.start = wp.range.start = (uintptr_t)p;
-	reg.range.len = wp.range.len = len;
-	if (ioctl(g.uffd, UFFDIO_REGISTER, &reg) ||
-	    ioctl(g.uffd, UFFDIO_WRITEPROTECT, &wp))
-		mw_bail("register and arm", &g.seed);
+	arm_range(p, len, true);
 }
 
 /*
@@ -444,7 +428,6 @@ static void disrupt(enum mkind m)
 	size_t off = mw_rndn(&g.rng, 512) * PSZ;
 	size_t len = (1 + mw_rndn(&g.rng, 768)) * PSZ;
 	int op = mw_rndn(&g.rng, 6);
-	struct uffdio_writeprotect un = { .range = { (uintptr_t)c + off } };
 
 	if (off + len > mm->len - ch * HPSZ)
 		len = mm->len - ch * HPSZ - off;
@@ -468,8 +451,7 @@ static void disrupt(enum mkind m)
 		arm_range(c, HPSZ, true);
 		break;
 	case 3:		/* un-protect and re-protect */
-		un.range.len = len;
-		if (ioctl(g.uffd, UFFDIO_WRITEPROTECT, &un))
+		if (mw_uffd_wp(g.uffd, c + off, len, false))
 			mw_bail("un-protect", &g.seed);
 		arm_range(c + off, len, false);
 		break;
@@ -970,12 +952,6 @@ static void setup_files(void)
 
 int main(int argc, char **argv)
 {
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC |
-			    UFFD_FEATURE_WP_UNPOPULATED |
-			    UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
-	};
 	uint64_t seq = 0;
 	int rc, only = -1;
 	bool usage = false, marker = false, enabled = false;
@@ -1075,8 +1051,10 @@ int main(int argc, char **argv)
 		       MW_MARKER_DIR);
 
 	start_helper();		/* before the tracked memory */
-	g.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (g.uffd < 0 || ioctl(g.uffd, UFFDIO_API, &api))
+	g.uffd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_WP_ASYNC |
+			      UFFD_FEATURE_WP_UNPOPULATED |
+			      UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+	if (g.uffd < 0)
 		mw_bail("userfaultfd with WP_ASYNC", &g.seed);
 	g.pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (g.pm < 0)

@@ -155,28 +155,18 @@ static uint64_t counter(enum mw_marker_counter i)
 
 static int wp(struct ctx *c, char *p, size_t len, bool on)
 {
-	struct uffdio_writeprotect w = {
-		.range = { (uintptr_t)p, len },
-		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
-	};
-
-	return ioctl(c->uffd, UFFDIO_WRITEPROTECT, &w) ? -errno : 0;
+	return mw_uffd_wp(c->uffd, p, len, on);
 }
 
 /* Region r fresh: written page in 2 MiB number 1, armed whole. */
 static void region_setup(struct ctx *c, char *r)
 {
-	struct uffdio_register reg = {
-		.range = { (uintptr_t)r, LEN },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-
 	if (mmap(r, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 		 MAP_FIXED, -1, 0) != r)
 		mw_bail("mmap", NULL);
 	if (madvise(r, LEN, MADV_NOHUGEPAGE))
 		mw_bail("MADV_NOHUGEPAGE", NULL);
-	if (ioctl(c->uffd, UFFDIO_REGISTER, &reg))
+	if (mw_uffd_register_wp(c->uffd, r, LEN))
 		mw_bail("UFFDIO_REGISTER", NULL);
 	r[PMD + 5 * PG] = 1;
 	if (wp(c, r, LEN, true))
@@ -185,16 +175,14 @@ static void region_setup(struct ctx *c, char *r)
 
 static void setup(struct ctx *c)
 {
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_UNPOPULATED | UFFD_FEATURE_WP_ASYNC,
-	};
 	uint64_t inst = counter(MWM_installed);
 
 	if (c->uffd >= 0)
 		close(c->uffd);
-	c->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
+	c->uffd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK,
+			       UFFD_FEATURE_WP_UNPOPULATED |
+			       UFFD_FEATURE_WP_ASYNC);
+	if (c->uffd < 0)
 		mw_bail("userfaultfd", NULL);
 	if (mmap(c->base, 8 * LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		 MAP_NORESERVE | MAP_FIXED, -1, 0) != c->base)

@@ -372,12 +372,7 @@ static size_t unit_at(const struct region *r, uintptr_t off)
 
 static int uffd_wp_register(struct ctx *c, void *p, size_t len)
 {
-	struct uffdio_register r = {
-		.range = { (uintptr_t)p, len },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-
-	return ioctl(c->uffd, UFFDIO_REGISTER, &r);
+	return mw_uffd_register_wp(c->uffd, p, len);
 }
 
 static int uffd_wp_unregister(struct ctx *c, void *p, size_t len)
@@ -389,19 +384,12 @@ static int uffd_wp_unregister(struct ctx *c, void *p, size_t len)
 
 static int uffd_arm(struct ctx *c, void *p, size_t len)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { (uintptr_t)p, len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-
-	return ioctl(c->uffd, UFFDIO_WRITEPROTECT, &wp);
+	return mw_uffd_wp(c->uffd, p, len, true);
 }
 
 static int uffd_unprotect(struct ctx *c, void *p, size_t len)
 {
-	struct uffdio_writeprotect wp = { .range = { (uintptr_t)p, len } };
-
-	return ioctl(c->uffd, UFFDIO_WRITEPROTECT, &wp);
+	return mw_uffd_wp(c->uffd, p, len, false);
 }
 
 /* An address range of len, aligned to align, reserved PROT_NONE. */
@@ -2046,10 +2034,6 @@ int main(int argc, char **argv)
 	struct ctx *c = calloc(1, sizeof(*c));
 	struct writer w[MAXW];
 	pthread_t wt[MAXW], dt;
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
 	uint64_t rng, writes = 0, lost = 0, lost_old, bad_data = 0;
 	uint64_t bad_file = 0;
 	struct wlog *all;
@@ -2098,8 +2082,9 @@ int main(int argc, char **argv)
 	/* It compacts memory. */
 	tap_guest_only();
 	crash_setup(c);
-	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (c->uffd < 0 || ioctl(c->uffd, UFFDIO_API, &api))
+	c->uffd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_WP_ASYNC |
+			       UFFD_FEATURE_WP_UNPOPULATED);
+	if (c->uffd < 0)
 		mw_bail("userfaultfd with WP_ASYNC", &c->seed);
 	c->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (c->pagemap < 0)
