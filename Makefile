@@ -40,6 +40,8 @@ initramfs:
 	@scripts/mkinitramfs
 
 -include lib/lib.mk
+# The test programs and benchmarks: make test-programs, make bench-programs.
+include tests/tests.mk
 
 ## tests       build every guest test program into build/tests/bin
 tests:
@@ -249,9 +251,8 @@ soak: deps tree
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
 	@scripts/build-kernel
-	@mkdir -p $(BUILD)/demo
-	@gcc $(MW_DEMO_CFLAGS) -o $(BUILD)/demo/demo tests/demo/demo.c $(MW_A) -lpthread
-	@scripts/vm-run --timeout 300 --add $(BUILD)/demo/demo -- ./demo
+	@$(MAKE) --no-print-directory $(T_BIN)/demo-lib
+	@scripts/vm-run --timeout 300 --add $(T_BIN)/demo-lib -- ./demo-lib
 
 ## bench       release kernel; in guests under -icount: bench/pagemap_scan
 ##             (BENCH_ARGS="PAGES ROUNDS", default 32768 21), bench/arming
@@ -269,14 +270,9 @@ BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
 MARKER_OFF ?= 0
-BENCH_PROGS := pagemap_scan arming scaling ww_steps marker
 bench: deps tree
 	@scripts/build-kernel
-	@mkdir -p $(BUILD)/bench
-	@for p in $(BENCH_PROGS); do \
-		gcc -static -O2 -Wall -Wextra -Werror -isystem $(BUILD)/headers/include \
-			-o $(BUILD)/bench/$$p bench/$$p.c || exit 1; \
-	done
+	@$(MAKE) --no-print-directory bench-programs
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
 		$(if $(filter 1,$(MARKER_OFF)),--marker-off) \
 		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \

@@ -107,11 +107,6 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 
 lib-tests: tests lib-check-header lib-check-symbols
 
-# make demo compiles tests/demo/demo.c itself, as scripts/build-tests does
-# for the demo-lib suites.
-MW_DEMO_CFLAGS := -std=c11 -static -O2 -g -Wall -Wextra -Werror \
-	-I$(MW_ROOT)/tests/include -I$(MW_SRCDIR)/include
-
 # libmemwatch's outputs measured side by side (lib/README.md).
 MW_BENCH := $(MW_OUT)/bench/ww_outputs
 LIB_BENCH_ARGS ?=
