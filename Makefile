@@ -92,10 +92,13 @@ check-configs: deps
 
 ## check-series  every patch builds on its own: the series applied one patch
 ##             at a time in build/series/ (build/linux untouched), vmlinux of
-##             the release configuration after each patch that touches kernel
-##             code, the selftest programs after each that touches them,
-##             checkpatch --strict on each (scripts/check-series; TAP).  Not
-##             part of make check: a kernel build per patch
+##             each configuration that reaches a patch touching kernel code
+##             (release, debug with DEBUG_VM_PGTABLE and fault injection,
+##             nothp: no THP/hugetlbfs/swap, min: no userfaultfd either;
+##             CHECK_SERIES_CONFIGS picks), the selftest programs after each
+##             that touches them, checkpatch --strict on each
+##             (scripts/check-series; TAP).  Not part of make check: kernel
+##             builds per patch
 check-series: deps tree
 	@scripts/check-series
 
