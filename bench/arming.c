@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * What arming costs, and what the first write after it costs (issue 13,
- * goals 3 and 4).
+ * What arming costs, and what the first write after it costs.
  *
  *   arming [REPS]
  *

@@ -163,7 +163,7 @@ static void prep_2(struct bench *b)
 	dirty(b, 2);
 }
 
-/* 0.1% and 1% written: the write-watch harvests of issue 13's goal 1. */
+/* 0.1% and 1% written: the write-watch harvests of a GetWriteWatch user. */
 static void prep_1000(struct bench *b)
 {
 	dirty(b, 1000);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Write-watch get+reset against the range size (issue 13, goal 5).
+ * Write-watch get+reset against the range size.
  *
  *   scaling [ROUNDS]
  *
