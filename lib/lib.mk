@@ -52,7 +52,11 @@ MW_MANS := $(wildcard $(MW_SRCDIR)/man/*.1 $(MW_SRCDIR)/man/*.3 $(MW_SRCDIR)/man
 .PHONY: lib lib-archives lib-tests lib-clean install lib-install \
 	lib-check-header lib-check-symbols lib-bench
 
+## lib         libmemwatch (build/lib/libmemwatch.{a,so.1}, memwatch.pc) and
+##             the memwatch CLI (build/tools/memwatch)
 lib: $(MW_A) $(MW_SO) $(MW_PC) $(MW_CLI)
+## lib-archives  the static archives the test programs link (libmemwatch.a,
+##             libmemwatch-san.a with ASan+UBSan)
 lib-archives: $(MW_A) $(MW_A_SAN)
 
 $(MW_LIBOUT)/obj/pic/%.o: $(MW_SRCDIR)/src/%.c $(MW_HDRS)
@@ -105,6 +109,9 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
 
+## lib-tests   builds the test programs (make tests) and checks the installed
+##             header on stock headers and the exported symbols; the tests
+##             run in make check
 lib-tests: tests lib-check-header lib-check-symbols
 
 # libmemwatch's outputs measured side by side (lib/README.md).
@@ -114,6 +121,8 @@ LIB_BENCH_KBUILD ?=
 $(MW_BENCH): $(MW_ROOT)/bench/ww_outputs.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) -O2 -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+## lib-bench   bench/ww_outputs (the three outputs of a get) in a release
+##             guest under -icount (LIB_BENCH_ARGS, LIB_BENCH_KBUILD)
 lib-bench: $(MW_BENCH)
 	$(if $(LIB_BENCH_KBUILD),MEMWATCH_KBUILD=$(abspath $(LIB_BENCH_KBUILD)),) \
 		$(MW_ROOT)/scripts/vm-run --release --icount --timeout 3600 \
@@ -127,6 +136,8 @@ $(MW_LIBOUT)/header-check.o: $(MW_SRCDIR)/include/memwatch.h
 		$(MW_CC) -std=c11 -Wall -Wextra -pedantic -Werror \
 		-I$(MW_SRCDIR)/include -x c -c -o $@ -
 
+## install     libmemwatch, memwatch.h, memwatch.pc, the CLI and the man pages
+##             (PREFIX, default /usr/local; DESTDIR)
 install: lib-install
 lib-install: lib
 	install -d $(DESTDIR)$(MW_INCDIR) $(DESTDIR)$(MW_LIBDIR) \
