@@ -203,53 +203,10 @@ conformance: deps tree
 ##             writes and 5x the calls per second under TCG (SEED=N replays
 ##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
 ##             DIFF_SEED=N for the differential; SOAK_STEPS: a subset of
-##             "wostress sparse kwrites pmfuzz pmdiff", to go on after one)
-DURATION ?= 1800
-SPARSE_DURATION ?= 300
-DIFF_DURATION ?= $(DURATION)
-ROUNDS ?= 1
-WRITERS ?= 2
-SOAK_KERNEL ?= debug
-SOAK_STEPS ?= wostress sparse kwrites pmfuzz pmdiff
-FUZZ_CALLS ?=
+##             "wostress sparse kwrites pmfuzz pmdiff", to go on after one;
+##             scripts/soak)
 soak: deps tree
-	@case "$(SOAK_KERNEL)" in debug|release) ;; \
-	*) echo "make soak: SOAK_KERNEL=$(SOAK_KERNEL): debug or release" >&2; exit 2 ;; esac
-	@case "$(ROUNDS)" in ''|*[!0-9]*|0) echo "make soak: ROUNDS=$(ROUNDS): a number ≥ 1" >&2; exit 2 ;; esac
-	@for s in $(SOAK_STEPS); do case $$s in wostress|sparse|kwrites|pmfuzz|pmdiff) ;; \
-	*) echo "make soak: SOAK_STEPS: no step $$s (wostress sparse kwrites pmfuzz pmdiff)" >&2; exit 2 ;; esac; done
-	@[ -n "$(strip $(SOAK_STEPS))" ] || { echo "make soak: SOAK_STEPS is empty" >&2; exit 2; }
-	@scripts/build-kernel $(if $(filter debug,$(SOAK_KERNEL)),--debug)
-	@scripts/build-tests $(SOAK_KERNEL)
-	@scripts/mkinitramfs
-	@mkdir -p $(BUILD)/soak
-	@echo "make soak: guest consoles in $(BUILD)/soak/"
-	@echo "make soak: $(SOAK_KERNEL) kernel; wostress $(ROUNDS) x $(DURATION) s, --sparse $(ROUNDS) x $(SPARSE_DURATION) s, kwrites --sparse, pmfuzz $(if $(FUZZ_CALLS),$(FUZZ_CALLS) calls,$(DURATION) s), pmdiff $(DIFF_DURATION) s"
-	@$(if $(filter wostress,$(SOAK_STEPS)),,echo "make soak: wostress skipped (SOAK_STEPS)" ||) for r in $$(seq $(ROUNDS)); do \
-		echo "make soak: wostress round $$r of $(ROUNDS)"; \
-		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DURATION) + 600 )) \
-		--log $(BUILD)/soak/wostress-$$r.console \
-		--add $(BUILD)/tests/bin/wostress -- ./wostress --seconds $(DURATION) \
-		--writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
-	done
-	@$(if $(filter sparse,$(SOAK_STEPS)),,echo "make soak: sparse skipped (SOAK_STEPS)" ||) for r in $$(seq $(ROUNDS)); do \
-		echo "make soak: wostress --sparse round $$r of $(ROUNDS)"; \
-		scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(SPARSE_DURATION) + 600 )) \
-		--log $(BUILD)/soak/wostress-sparse-$$r.console \
-		--add $(BUILD)/tests/bin/wostress -- ./wostress --sparse --sparse-mib 2048 \
-		--seconds $(SPARSE_DURATION) --writers $(WRITERS) $(if $(SEED),--seed $(SEED)) || exit 1; \
-	done
-	@$(if $(filter kwrites,$(SOAK_STEPS)),,echo "make soak: kwrites skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout 1800 --log $(BUILD)/soak/kwrites.console \
-		--add $(BUILD)/tests/bin/kwrites -- ./kwrites --pvw $(if $(filter release,$(SOAK_KERNEL)),yes,no) --sparse --sparse-mib 4096
-	@$(if $(filter pmfuzz,$(SOAK_STEPS)),,echo "make soak: pmfuzz skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(if $(FUZZ_CALLS),$(FUZZ_CALLS) / 500,$(DURATION)) + 600 )) \
-		--log $(BUILD)/soak/pmfuzz.console \
-		--add $(BUILD)/tests/bin/pmfuzz -- ./pmfuzz \
-		$(if $(FUZZ_CALLS),--calls $(FUZZ_CALLS),--seconds $(DURATION)) \
-		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
-	@$(if $(filter pmdiff,$(SOAK_STEPS)),,echo "make soak: pmdiff skipped (SOAK_STEPS)" ||) scripts/vm-run --$(SOAK_KERNEL) --timeout $$(( $(DIFF_DURATION) + 600 )) \
-		--log $(BUILD)/soak/pmdiff.console \
-		--add $(BUILD)/tests/bin/pmdiff -- ./pmdiff --compare \
-		--seconds $(DIFF_DURATION) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
+	@scripts/soak
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
