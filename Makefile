@@ -47,12 +47,13 @@ include tests/tests.mk
 tests:
 	@scripts/build-tests debug
 
-## check       the test command: debug kernel, all suites in the guest, the
-##             release kernel's packages (scripts/check-deb) and suites, then
-##             the fallback suites on Debian's unpatched 6.1 (a second guest),
-##             the library on upstream 6.12 (a third), CRIU 4.2 and Wine
-##             11.0 on the release kernels (make clients), then the
-##             differential conformance run against upstream 6.12
+## check       the test command (scripts/check): the harness self-test, the
+##             quilt check, the release kernel's packages (scripts/check-deb),
+##             then the suites on the debug and the release kernel, the
+##             fallback suites on Debian's unpatched 6.1 and the library on
+##             upstream 6.12 (four guests), CRIU 4.2 and Wine 11.0 on the
+##             release kernels (make clients), bdwgc, then the differential
+##             conformance and fuzz runs against upstream 6.12
 check: deps tree
 	@scripts/build-kernel --debug
 	@scripts/build-kernel
