@@ -23,7 +23,10 @@
 #                        print, so that a stage may grow points before
 #                        its caller's count is raised), or no point at
 #                        all, counts as one more failure (a crash is not a
-#                        pass); $tally_p / $tally_f: this stage's
+#                        pass); $tally_p / $tally_f: this stage's counts
+#   point STATUS TEXT    one TAP point, "ok N TEXT" if STATUS is 0, counted
+#                        in $passed / $failed (scripts/lib/tap.sh, which the
+#                        guest's runners share)
 PROG=${PROG:-${0##*/}}
 DIE_STATUS=${DIE_STATUS:-1}
 
@@ -77,8 +80,11 @@ config_want() {
 	return "$bad"
 }
 
-# shellcheck disable=SC2034 # the totals are the caller's
-passed=${passed:-0} failed=${failed:-0} tally_p=0 tally_f=0
+# point and the totals $passed / $failed
+# shellcheck source=scripts/lib/tap.sh
+. "${BASH_SOURCE[0]%/*}/tap.sh"
+# shellcheck disable=SC2034 # this stage's, the caller's to read
+tally_p=0 tally_f=0
 # shellcheck disable=SC2034
 tap_tally() {
 	local label=$1 log=$2 rc=$3 least=${4:-0} plan=0 p f

@@ -16,11 +16,10 @@ pread) via="pagemap read" backend='soft-dirty (approximate' scan=no zero='the pa
 *) echo "usage: $0 ioctl|pread" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")"
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $*"; }
+. /lib/memwatch/tap.sh
 check() { # description, shell condition (evaluated)
-	if eval "$2"; then ok "$1"; else nok "$1"; fi
+	eval "$2"
+	point $? "$1"
 }
 echo "TAP version 13"
 echo "1..20"
@@ -40,17 +39,17 @@ rc=$?
 norm </tmp/scan.out >/tmp/scan.norm
 check "scan goes via $via, as the suite list says" 'grep -q "^memwatch scan: pid $lpid via $via\$" /tmp/scan.out'
 if [ $rc -eq 0 ] && diff -u cli-scan.golden /tmp/scan.norm >/tmp/scan.diff; then
-	ok "scan table matches cli-scan.golden"
+	point 0 "scan table matches cli-scan.golden"
 else
-	nok "scan table matches cli-scan.golden (exit $rc)"; sed 's/^/# /' /tmp/scan.diff
+	point 1 "scan table matches cli-scan.golden (exit $rc)"; sed 's/^/# /' /tmp/scan.diff
 fi
 ./memwatch scan $lpid 200000000000-200000100000 --category $cats --json >/tmp/scanj.out 2>&1
 rc=$?
 norm </tmp/scanj.out >/tmp/scanj.norm
 if [ $rc -eq 0 ] && diff -u cli-scan-json.golden /tmp/scanj.norm >/tmp/scanj.diff; then
-	ok "scan --json matches cli-scan-json.golden"
+	point 0 "scan --json matches cli-scan-json.golden"
 else
-	nok "scan --json matches cli-scan-json.golden (exit $rc)"; sed 's/^/# /' /tmp/scanj.diff
+	point 1 "scan --json matches cli-scan-json.golden (exit $rc)"; sed 's/^/# /' /tmp/scanj.diff
 fi
 ./memwatch scan $lpid 200000000000-200000100000 --category $cats --pread >/tmp/scanp.out 2>&1
 norm </tmp/scanp.out >/tmp/scanp.norm
