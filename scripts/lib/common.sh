@@ -88,8 +88,9 @@ tally_p=0 tally_f=0
 # shellcheck disable=SC2034
 tap_tally() {
 	local label=$1 log=$2 rc=$3 least=${4:-0} plan=0 p f
-	# A "# SKIP" point fails, as in the guest (tests/guest/run-suites): an
-	# expected skip is written as a passing check of what is expected.
+	# A "# SKIP" point fails, as in the guest (tests/guest/run-suites, by
+	# the same pattern): an expected skip is written as a passing check of
+	# what is expected.
 	p=$(grep '^ok ' "$log" | grep -cvi '#[[:space:]]*skip')
 	f=$(grep -cE '^not ok |^ok .*#[[:space:]]*[Ss][Kk][Ii][Pp]' "$log")
 	if [ "$(grep -cE '^1\.\.[0-9]+$' "$log")" -eq 1 ]; then
