@@ -27,6 +27,9 @@
 #   point STATUS TEXT    one TAP point, "ok N TEXT" if STATUS is 0, counted
 #                        in $passed / $failed (scripts/lib/tap.sh, which the
 #                        guest's runners share)
+#   seed_list SPEC       the seeds of a --seeds SPEC ("1-8", "5,9,12",
+#                        "3,20-25"), one a line; dies on anything else, an
+#                        empty range or no seed at all
 PROG=${PROG:-${0##*/}}
 DIE_STATUS=${DIE_STATUS:-1}
 
@@ -78,6 +81,24 @@ config_want() {
 		}
 		END { for (i = 0; i < n; i++) print v[o[i]] }' "$@")
 	return "$bad"
+}
+
+seed_list() {
+	local part any=0
+	case "$1" in
+	''|*[!0-9,-]*) die "--seeds $1: not a list like 1-8 or 5,9,12" ;;
+	esac
+	for part in ${1//,/ }; do
+		case "$part" in
+		[0-9]*-[0-9]*)
+			[ "${part%-*}" -le "${part#*-}" ] || die "--seeds: empty range '$part'"
+			seq "${part%-*}" "${part#*-}" ;;
+		*[!0-9]*|'') die "--seeds: bad element '$part'" ;;
+		*) echo "$part" ;;
+		esac
+		any=1
+	done
+	[ $any = 1 ] || die "--seeds $1: no seed"
 }
 
 # point and the totals $passed / $failed
