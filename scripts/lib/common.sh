@@ -30,6 +30,15 @@
 #   seed_list SPEC       the seeds of a --seeds SPEC ("1-8", "5,9,12",
 #                        "3,20-25"), one a line; dies on anything else, an
 #                        empty range or no seed at all
+#   progress_wait PID EVERY CMD...
+#                        waits for the background job PID (a build), with
+#                        a line "PROG:   ... Ns, <CMD's output>" every EVERY
+#                        seconds meanwhile; returns the job's exit status
+#   bg_run LOG EVERY CMD DESC COMMAND...
+#                        "PROG: DESC (log: LOG)", COMMAND with its output
+#                        appended to LOG under progress_wait EVERY CMD, then
+#                        "PROG:   ... done in Ns"; if it fails, LOG's last
+#                        30 lines on stderr and die
 PROG=${PROG:-${0##*/}}
 DIE_STATUS=${DIE_STATUS:-1}
 
@@ -99,6 +108,27 @@ seed_list() {
 		any=1
 	done
 	[ $any = 1 ] || die "--seeds $1: no seed"
+}
+
+progress_wait() {
+	local pid=$1 every=$2 t0=$SECONDS next=$2
+	shift 2
+	while sleep 1 && kill -0 "$pid" 2>/dev/null; do
+		[ $((SECONDS - t0)) -ge "$next" ] || continue
+		msg "  ... $((SECONDS - t0))s, $("$@")"
+		next=$(((SECONDS - t0) / every * every + every))
+	done
+	wait "$pid"
+}
+
+bg_run() {
+	local log=$1 every=$2 count=$3 desc=$4 t0=$SECONDS
+	shift 4
+	msg "$desc (log: ${log#"${top:-}"/})"
+	"$@" >>"$log" 2>&1 &
+	progress_wait $! "$every" "$count" ||
+		{ tail -30 "$log" >&2; die "$desc failed (full log: ${log#"${top:-}"/})"; }
+	msg "  ... done in $((SECONDS - t0))s"
 }
 
 # point and the totals $passed / $failed
