@@ -114,28 +114,15 @@ static char *map_range(long size, int reg)
 
 static void wp(char *m, long size, int on)
 {
-	struct uffdio_writeprotect w = {
-		.range = { (uintptr_t)m, size },
-		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
-	};
-
-	if (ioctl(uffd, UFFDIO_WRITEPROTECT, &w))
-		bench_die("UFFDIO_WRITEPROTECT");
+	bench_wp(uffd, m, size, on);
 }
 
 static long scan_reset(char *m, long size)
 {
-	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
-		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-		.start = (uintptr_t)m, .end = (uintptr_t)m + size,
-		.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
-	};
-	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+	struct pm_scan_arg arg = mw_ww_arg((uintptr_t)m, (uintptr_t)m + size,
+					   true, NULL, 0);
 
-	if (n < 0)
-		bench_die("PAGEMAP_SCAN");
-	return n;
+	return bench_scan(pagemap, &arg);
 }
 
 /*
@@ -220,7 +207,6 @@ static void measure(long mib, const char *name, int reps, struct range *r,
 static void thp_arming(long mib, int reps)
 {
 	struct range r = { .size = mib * MIB };
-	struct uffdio_register reg;
 	long huge = 2 * MIB, thp;
 	char *raw;
 
@@ -235,11 +221,7 @@ static void thp_arming(long mib, int reps)
 		bench_die("MADV_HUGEPAGE");
 	touch_all(r.m, r.size);
 	thp = smaps_kb("AnonHugePages");
-	reg = (struct uffdio_register){
-		.range = { (uintptr_t)r.m, r.size }, .mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		bench_die("UFFDIO_REGISTER");
+	bench_check(mw_uffd_register_wp(uffd, r.m, r.size), "UFFDIO_REGISTER");
 	measure(mib, "thp_populated_wp", reps, &r, op_unwp, op_wp);
 	printf("# thp: AnonHugePages %ld kB of %ld (before), %ld kB (after)\n",
 	       thp, mib * 1024, smaps_kb("AnonHugePages"));

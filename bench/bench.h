@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Timing helpers shared by the bench/ programs. */
+/*
+ * What the bench/ programs share.  The set-up they have in common with the
+ * tests comes from tests/include/mw-test.h (tests/tests.mk and lib/lib.mk
+ * put tests/include on their include path): the guest check, the clock,
+ * the userfaultfd calls, Wine's scan argument (mw_ww_arg) and the uapi
+ * older system headers lack.  Here: the error exit, microseconds, the
+ * median, and those set-up steps as a benchmark takes them, exiting on
+ * failure.
+ */
 #ifndef MEMWATCH_BENCH_H
 #define MEMWATCH_BENCH_H
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <linux/userfaultfd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
+#include "mw-test.h"
 
 /* "PROGRAM: what: errno's message" on stderr, exit status 1. */
 static inline void __attribute__((noreturn)) bench_die(const char *what)
@@ -24,12 +21,19 @@ static inline void __attribute__((noreturn)) bench_die(const char *what)
 	exit(1);
 }
 
+/* ret (a count or -errno), or bench_die(what) if it is an error. */
+static inline long bench_check(long ret, const char *what)
+{
+	if (ret < 0) {
+		errno = (int)-ret;
+		bench_die(what);
+	}
+	return ret;
+}
+
 static inline double now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	return (double)mw_now_ns() / 1e3;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)
@@ -52,18 +56,40 @@ static inline double median(double *v, int n)
  */
 static inline int bench_open_wp_async(int *pagemap, int *uffd)
 {
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
-
 	*pagemap = open("/proc/self/pagemap", O_RDONLY);
 	if (*pagemap < 0)
 		return -1;
-	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (*uffd < 0 || ioctl(*uffd, UFFDIO_API, &api))
+	*uffd = mw_uffd_open(O_CLOEXEC | O_NONBLOCK, UFFD_FEATURE_WP_ASYNC |
+			     UFFD_FEATURE_WP_UNPOPULATED);
+	if (*uffd < 0) {
+		errno = -*uffd;
 		return -1;
+	}
 	return 0;
+}
+
+/* Write-protect (on) or un-protect [m, m + size); exits on failure. */
+static inline void bench_wp(int uffd, char *m, long size, bool on)
+{
+	bench_check(mw_uffd_wp(uffd, m, size, on), "UFFDIO_WRITEPROTECT");
+}
+
+/* Register [m, m + size) MODE_WP on uffd and arm it; exits on failure. */
+static inline void bench_arm(int uffd, char *m, long size)
+{
+	if (mw_uffd_register_wp(uffd, m, size) < 0 ||
+	    mw_uffd_wp(uffd, m, size, true) < 0)
+		bench_die("uffd register/protect");
+}
+
+/* PAGEMAP_SCAN on pagemap with *arg: the regions; exits on failure. */
+static inline long bench_scan(int pagemap, struct pm_scan_arg *arg)
+{
+	long n = ioctl(pagemap, PAGEMAP_SCAN, arg);
+
+	if (n < 0)
+		bench_die("PAGEMAP_SCAN");
+	return n;
 }
 
 /*
@@ -73,7 +99,6 @@ static inline int bench_open_wp_async(int *pagemap, int *uffd)
  */
 static inline char *bench_map_range(int uffd, long size, int reg)
 {
-	struct uffdio_register r;
 	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
@@ -81,14 +106,9 @@ static inline char *bench_map_range(int uffd, long size, int reg)
 		bench_die("mmap");
 	if (madvise(m, size, MADV_NOHUGEPAGE))
 		bench_die("MADV_NOHUGEPAGE");
-	if (!reg)
-		return m;
-	r = (struct uffdio_register){
-		.range = { (uintptr_t)m, size },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &r))
-		bench_die("UFFDIO_REGISTER");
+	if (reg)
+		bench_check(mw_uffd_register_wp(uffd, m, size),
+			    "UFFDIO_REGISTER");
 	return m;
 }
 

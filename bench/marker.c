@@ -116,33 +116,19 @@ static char *map_range(struct bench *b, long size, int reg)
 
 static void arm(struct bench *b, char *m, long size)
 {
-	struct uffdio_writeprotect w = {
-		.range = { (uintptr_t)m, size },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-
-	if (ioctl(b->uffd, UFFDIO_WRITEPROTECT, &w))
-		bench_die("UFFDIO_WRITEPROTECT");
+	bench_wp(b->uffd, m, size, true);
 }
 
 /* GetWriteWatch(RESET) of [m, m + size): the pages reported. */
 static long harvest(struct bench *b, char *m, long size)
 {
-	struct pm_scan_arg a = {
-		.size = sizeof(a),
-		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-		.start = (uintptr_t)m, .end = (uintptr_t)m + size,
-		.vec = (uintptr_t)b->vec, .vec_len = NVEC,
-		.category_mask = PAGE_IS_WRITTEN,
-		.return_mask = PAGE_IS_WRITTEN,
-	};
+	struct pm_scan_arg a = mw_ww_arg((uintptr_t)m, (uintptr_t)m + size,
+					 true, b->vec, NVEC);
 	long pages = 0;
 
 	while (a.start < a.end) {
-		long n = ioctl(b->pagemap, PAGEMAP_SCAN, &a);
+		long n = bench_scan(b->pagemap, &a);
 
-		if (n < 0)
-			bench_die("PAGEMAP_SCAN");
 		for (long i = 0; i < n; i++)
 			pages += (b->vec[i].end - b->vec[i].start) / PSZ;
 		a.start = a.walk_end;

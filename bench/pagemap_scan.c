@@ -62,11 +62,8 @@ static long pm_scan(struct bench *b, char *start, long pages, int out,
 		.category_inverted = inv, .category_mask = mask,
 		.return_mask = ret,
 	};
-	long n = ioctl(b->pagemap, PAGEMAP_SCAN, &arg);
 
-	if (n < 0)
-		bench_die("PAGEMAP_SCAN");
-	return n;
+	return bench_scan(b->pagemap, &arg);
 }
 
 /* Write every stride-th page of the anon range. */
@@ -299,14 +296,8 @@ static long file_present_file(struct bench *b)
 
 int main(int argc, char **argv)
 {
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
 	struct bench *b = calloc(1, sizeof(*b));
 	int rounds = argc > 2 ? atoi(argv[2]) : 21, memfd;
-	struct uffdio_register reg;
-	struct uffdio_writeprotect wp;
 	char *file;
 
 	if (!b)
@@ -358,19 +349,11 @@ int main(int argc, char **argv)
 		mprotect_disarm(b);
 	}
 
-	b->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (b->uffd < 0 || ioctl(b->uffd, UFFDIO_API, &api))
-		bench_die("userfaultfd WP_ASYNC");
-	reg = (struct uffdio_register){
-		.range = { (uintptr_t)b->mem, b->pages * b->psz },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	wp = (struct uffdio_writeprotect){
-		.range = { (uintptr_t)b->mem, b->pages * b->psz },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-	if (ioctl(b->uffd, UFFDIO_REGISTER, &reg) || ioctl(b->uffd, UFFDIO_WRITEPROTECT, &wp))
-		bench_die("uffd register/protect");
+	b->uffd = bench_check(mw_uffd_open(O_CLOEXEC | O_NONBLOCK,
+					   UFFD_FEATURE_WP_ASYNC |
+					   UFFD_FEATURE_WP_UNPOPULATED),
+			      "userfaultfd WP_ASYNC");
+	bench_arm(b->uffd, b->mem, b->pages * b->psz);
 
 	{
 		static const char *const vn[] = { "PAGEMAP_SCAN fast path" };

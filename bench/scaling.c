@@ -65,17 +65,10 @@ static long field_kb(const char *path, const char *field)
 /* get+reset of the write-watch kind; sets *pages to the pages reported */
 static long ww_fast(char *m, long size, long *pages)
 {
-	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
-		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-		.start = (uintptr_t)m, .end = (uintptr_t)m + size,
-		.vec = (uintptr_t)vec, .vec_len = vec_len,
-		.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
-	};
-	long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+	struct pm_scan_arg arg = mw_ww_arg((uintptr_t)m, (uintptr_t)m + size,
+					   true, vec, vec_len);
+	long n = bench_scan(pagemap, &arg);
 
-	if (n < 0)
-		bench_die("PAGEMAP_SCAN");
 	if (n >= vec_len) {
 		fprintf(stderr, "scaling: vec of %ld regions too short\n", vec_len);
 		exit(1);
@@ -105,8 +98,6 @@ static void run(long mib, enum backing b, int rounds)
 	static const int stride[] = { 0, 1000, 100 };
 	static const char *const pct[] = { "0", "0.1", "1" };
 	long size = mib * MIB, maplen = size + (b == B_HUGETLB ? 0 : HPAGE);
-	struct uffdio_register reg;
-	struct uffdio_writeprotect w;
 	double *t = calloc(rounds, sizeof(*t));
 	char *raw, *m;
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -129,14 +120,7 @@ static void run(long mib, enum backing b, int rounds)
 		m[off] = 1;
 	if (b == B_THP)
 		thp_report("after populating");
-	reg = (struct uffdio_register){
-		.range = { (uintptr_t)m, size }, .mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	w = (struct uffdio_writeprotect){
-		.range = { (uintptr_t)m, size }, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) || ioctl(uffd, UFFDIO_WRITEPROTECT, &w))
-		bench_die("uffd register/protect");
+	bench_arm(uffd, m, size);
 
 	for (int c = 0; c < 3; c++) {
 		long n = 0, pages = 0;

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "memwatch.h"
 
 struct bench {
@@ -34,27 +34,6 @@ struct bench {
 	struct memwatch_region *runs;
 	uint64_t *bitmap;
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "ww_outputs: %s: %s\n", what, strerror(err));
-	exit(1);
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void prep(struct bench *b)
 {
@@ -71,8 +50,7 @@ static long get_addrs(struct bench *b)
 	int ret = memwatch_get(b->mw, b->mem, b->pages * b->psz,
 			       MEMWATCH_GET_RESET, b->addrs, &n);
 
-	if (ret)
-		die("memwatch_get", -ret);
+	bench_check(ret, "memwatch_get");
 	return (long)n;
 }
 
@@ -82,8 +60,7 @@ static long get_runs(struct bench *b)
 	int ret = memwatch_get_regions(b->mw, b->mem, b->pages * b->psz,
 				       MEMWATCH_GET_RESET, b->runs, &n);
 
-	if (ret)
-		die("memwatch_get_regions", -ret);
+	bench_check(ret, "memwatch_get_regions");
 	return (long)n;
 }
 
@@ -93,8 +70,7 @@ static long get_bitmap(struct bench *b)
 	int ret = memwatch_get_bitmap(b->mw, b->mem, b->pages * b->psz,
 				      MEMWATCH_GET_RESET, b->bitmap, &n);
 
-	if (ret)
-		die("memwatch_get_bitmap", -ret);
+	bench_check(ret, "memwatch_get_bitmap");
 	return (long)n;
 }
 
@@ -109,7 +85,7 @@ static void run_case(struct bench *b, const char *name, int rounds)
 	int r, v;
 
 	if (!t)
-		die("calloc", ENOMEM);
+		bench_check(-ENOMEM, "calloc");
 	for (r = 0; r < rounds; r++) {
 		for (v = 0; v < 3; v++) {
 			double t0;
@@ -121,8 +97,7 @@ static void run_case(struct bench *b, const char *name, int rounds)
 		}
 	}
 	for (v = 0; v < 3; v++) {
-		qsort(t + v * rounds, (size_t)rounds, sizeof(*t), cmp);
-		med[v] = t[v * rounds + rounds / 2];
+		med[v] = median(t + v * rounds, rounds);	/* sorts */
 		printf("%-34s %-22s %10.1f us  (min %10.1f)  result %ld\n",
 		       v ? "" : name, vname[v], med[v], t[v * rounds], result[v]);
 	}
@@ -155,13 +130,12 @@ int main(int argc, char **argv)
 	b.runs = calloc((size_t)b.pages, sizeof(*b.runs));
 	b.bitmap = calloc(((size_t)b.pages + 63) / 64, sizeof(*b.bitmap));
 	if (b.mem == MAP_FAILED || !b.pattern || !b.addrs || !b.runs || !b.bitmap)
-		die("allocation", ENOMEM);
+		bench_check(-ENOMEM, "allocation");
 	memset(b.mem, 1, b.pages * b.psz);
 	ret = memwatch_open(&b.mw, be, MEMWATCH_OPEN_NO_ENV);
 	if (ret == 0)
 		ret = memwatch_add(b.mw, b.mem, b.pages * b.psz, MEMWATCH_ADD_NOHUGEPAGE);
-	if (ret)
-		die("memwatch_open/add", -ret);
+	bench_check(ret, "memwatch_open/add");
 	printf("# libmemwatch %s backend: %ld pages of 4K anon, %d rounds, get+reset, median per call\n",
 	       memwatch_backend_name(be), b.pages, rounds);
 	for (c = 0; c < 3; c++) {

@@ -34,18 +34,14 @@ struct ctx {
 
 static long scan(struct ctx *c, int out, int wp)
 {
-	struct pm_scan_arg arg = {
-		.size = sizeof(arg), .flags = wp ? PM_SCAN_WP_MATCHING : 0,
-		.start = (uintptr_t)c->mem,
-		.end = (uintptr_t)c->mem + c->pages * c->psz,
-		.vec = out ? (uintptr_t)c->vec : 0, .vec_len = out ? MAXR : 0,
-		.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
-	};
-	long n = ioctl(c->pagemap, PAGEMAP_SCAN, &arg);
+	struct pm_scan_arg arg = mw_ww_arg((uintptr_t)c->mem,
+					   (uintptr_t)c->mem + c->pages * c->psz,
+					   false, out ? c->vec : NULL,
+					   out ? MAXR : 0);
 
-	if (n < 0)
-		bench_die("PAGEMAP_SCAN");
-	return n;
+	/* the steps' own flags: WP_MATCHING or none, no CHECK_WPASYNC */
+	arg.flags = wp ? PM_SCAN_WP_MATCHING : 0;
+	return bench_scan(c->pagemap, &arg);
 }
 
 /* Write every stride-th page (none for 0); returns how many. */
@@ -90,8 +86,6 @@ int main(int argc, char **argv)
 {
 	long strides[32] = { 0, 1000, 100, 16, 2 };
 	int nd = 5;
-	struct uffdio_register reg;
-	struct uffdio_writeprotect wp;
 	struct ctx c = { 0 };
 	double t[NSTEPS][32];
 	long written[32], res;
@@ -120,17 +114,7 @@ int main(int argc, char **argv)
 		bench_die("mmap");
 	madvise(c.mem, c.pages * c.psz, MADV_NOHUGEPAGE);
 	memset(c.mem, 1, c.pages * c.psz);
-	reg = (struct uffdio_register){
-		.range = { (uintptr_t)c.mem, c.pages * c.psz },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	wp = (struct uffdio_writeprotect){
-		.range = { (uintptr_t)c.mem, c.pages * c.psz },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-	if (ioctl(c.uffd, UFFDIO_REGISTER, &reg) ||
-	    ioctl(c.uffd, UFFDIO_WRITEPROTECT, &wp))
-		bench_die("uffd register/protect");
+	bench_arm(c.uffd, c.mem, c.pages * c.psz);
 
 	printf("# %ld pages of 4K anon, %d rounds, median us per call\n",
 	       c.pages, rounds);

@@ -118,9 +118,11 @@ lib-tests: tests lib-check-header lib-check-symbols
 MW_BENCH := $(MW_OUT)/bench/ww_outputs
 LIB_BENCH_ARGS ?=
 LIB_BENCH_KBUILD ?=
-$(MW_BENCH): $(MW_ROOT)/bench/ww_outputs.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
+$(MW_BENCH): $(MW_ROOT)/bench/ww_outputs.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h \
+		$(MW_ROOT)/bench/bench.h $(MW_ROOT)/tests/include/mw-test.h
 	@mkdir -p $(@D)
-	$(MW_CC) $(MW_WARN) -O2 -static -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
+	$(MW_CC) $(MW_WARN) -O2 -static -I$(MW_SRCDIR)/include -I$(MW_ROOT)/tests/include \
+		-o $@ $< $(MW_A) -lpthread
 ## lib-bench   bench/ww_outputs (the three outputs of a get) in a release
 ##             guest under -icount (LIB_BENCH_ARGS, LIB_BENCH_KBUILD)
 lib-bench: $(MW_BENCH)

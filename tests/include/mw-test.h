@@ -20,6 +20,10 @@
  *                 once mw_on_fault() is the handler of both.
  *   userfaultfd   mw_uffd_open(), mw_uffd_register_wp(), mw_uffd_wp(): the
  *                 set-up every uffd-wp test repeats, each returning -errno.
+ *   scan          mw_ww_arg(): the PAGEMAP_SCAN argument of Wine's
+ *                 GetWriteWatch (written pages, with or without reset).
+ *   The benchmarks (bench/bench.h) take the clock, the userfaultfd calls
+ *   and the scan argument from here too.
  *   uapi          the kernel ABI the tests use that older system headers
  *                 lack (PAGEMAP_SCAN, UFFD_FEATURE_WP_*, newer MADV_ and
  *                 mmap flags), each defined only where the headers do not.
@@ -380,6 +384,29 @@ static inline int mw_uffd_wp(int fd, void *p, size_t len, bool on)
 	};
 
 	return ioctl(fd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
+}
+
+/* ---- the write-watch scan ---------------------------------------------- */
+
+/*
+ * The PAGEMAP_SCAN argument of Wine's GetWriteWatch over [start, end): the
+ * written pages (category_mask = return_mask = PAGE_IS_WRITTEN) into VEC of
+ * VEC_LEN regions (NULL, 0: none); with RESET each page found is
+ * write-protected again (PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC).  The
+ * caller sets max_pages, resumes at walk_end, and so on.
+ */
+static inline struct pm_scan_arg mw_ww_arg(uint64_t start, uint64_t end,
+					   bool reset, struct page_region *vec,
+					   uint64_t vec_len)
+{
+	return (struct pm_scan_arg){
+		.size = sizeof(struct pm_scan_arg),
+		.flags = reset ? PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC : 0,
+		.start = start, .end = end,
+		.vec = (uintptr_t)vec, .vec_len = vec_len,
+		.category_mask = PAGE_IS_WRITTEN,
+		.return_mask = PAGE_IS_WRITTEN,
+	};
 }
 
 #endif /* MW_TEST_H */

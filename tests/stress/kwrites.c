@@ -511,15 +511,9 @@ static long get_reset(enum mkind m, uint32_t *out, size_t cap)
 {
 	struct page_region *v = get_vec;
 	struct mem *mm = &g.mem[m];
-	struct pm_scan_arg a = {
-		.size = sizeof(a),
-		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-		.start = (uintptr_t)mm->base,
-		.end = (uintptr_t)mm->base + mm->len,
-		.vec = (uintptr_t)v, .vec_len = MAXREP,
-		.category_mask = PAGE_IS_WRITTEN,
-		.return_mask = PAGE_IS_WRITTEN,
-	};
+	struct pm_scan_arg a = mw_ww_arg((uintptr_t)mm->base,
+					 (uintptr_t)mm->base + mm->len, true,
+					 v, MAXREP);
 	long n = ioctl(g.pm, PAGEMAP_SCAN, &a), np = 0;
 
 	if (n < 0)

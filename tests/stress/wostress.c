@@ -761,15 +761,8 @@ static void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
 		else if (mw_rndn(rng, 2))
 			maxp = r->huge ? 512 * (1 + mw_rndn(rng, 2)) :
 					 1 + mw_rndn(rng, 40);
-		a = (struct pm_scan_arg){
-			.size = sizeof(a),
-			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-			.start = pos, .end = end,
-			.vec = (uintptr_t)vec, .vec_len = vlen,
-			.max_pages = maxp,
-			.category_mask = PAGE_IS_WRITTEN,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
+		a = mw_ww_arg(pos, end, true, vec, vlen);
+		a.max_pages = maxp;
 		c0 = tick(c);
 		n = ioctl(c->pagemap, PAGEMAP_SCAN, &a);
 		if (c->alias && r->kind == K_MEMFD &&
@@ -868,14 +861,9 @@ static void harvest(struct ctx *c, uint64_t *rng)
 
 		b = a + 1 + mw_rndn(rng, r->nunits - a);
 		pthread_rwlock_rdlock(&r->lock);
-		arg = (struct pm_scan_arg){
-			.size = sizeof(arg),
-			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-			.start = (uintptr_t)unit_ptr(r, a),
-			.end = (uintptr_t)unit_ptr(r, b - 1) + r->unit,
-			.category_mask = PAGE_IS_WRITTEN,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
+		arg = mw_ww_arg((uintptr_t)unit_ptr(r, a),
+				(uintptr_t)unit_ptr(r, b - 1) + r->unit, true,
+				NULL, 0);
 		c0 = tick(c);
 		if (ioctl(c->pagemap, PAGEMAP_SCAN, &arg) != 0 ||
 		    arg.walk_end != arg.end)
