@@ -377,6 +377,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: arming [REPS (1..64)]\n");
 		return 2;
 	}
+	tap_guest_only();
 	psz = sysconf(_SC_PAGESIZE);
 	if (bench_open_wp_async(&pagemap, &uffd))
 		bench_die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");

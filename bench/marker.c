@@ -272,9 +272,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	tap_guest_only();	/* and stdout line-buffered */
 	if (bench_open_wp_async(&b->pagemap, &b->uffd))
 		bench_die("userfaultfd with WP_ASYNC and WP_UNPOPULATED");
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("# marker: untouched reservations, MADV_NOHUGEPAGE, WP_ASYNC|WP_UNPOPULATED; mk SIZE_MIB CASE MEDIAN P90 KB UNIT\n");
 	print_stats("before");
 	for (int i = 0; i < nsz; i++)

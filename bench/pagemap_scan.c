@@ -308,6 +308,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: pagemap_scan [PAGES [ROUNDS]]\n");
 		return 2;
 	}
+	tap_guest_only();
 	b->pagemap = open("/proc/self/pagemap", O_RDONLY);
 	if (b->pagemap < 0)
 		bench_die("open pagemap");

@@ -163,6 +163,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: scaling [ROUNDS]\n");
 		return 2;
 	}
+	tap_guest_only();
 	psz = sysconf(_SC_PAGESIZE);
 	if (bench_open_wp_async(&pagemap, &uffd))
 		bench_die("pagemap, userfaultfd WP_ASYNC|WP_UNPOPULATED");

@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ww_outputs [PAGES [ROUNDS [BACKEND]]]\n");
 		return 2;
 	}
+	tap_guest_only();
 	b.mem = mmap(NULL, b.pages * b.psz, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	b.pattern = calloc((size_t)b.pages, 1);

@@ -105,6 +105,7 @@ int main(int argc, char **argv)
 			"strides decreasing, > 0, at most 31\n");
 		return 2;
 	}
+	tap_guest_only();
 	c.vec = calloc(MAXR, sizeof(*c.vec));
 	if (!c.vec || bench_open_wp_async(&c.pagemap, &c.uffd))
 		bench_die("pagemap/userfaultfd");

@@ -142,6 +142,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--rounds N (1..101)]\n", argv[0]);
 		return 2;
 	}
+	tap_guest_only();
 	tap_plan(3);
 	s.pm = open("/proc/self/pagemap", O_RDONLY);
 	if (s.pm < 0)
