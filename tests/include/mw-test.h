@@ -15,6 +15,7 @@
  *   clock         mw_now_ns(), mw_now_s(): CLOCK_MONOTONIC.
  *   random        mw_rnd(), mw_rndn(): splitmix64 over a caller's state, so
  *                 that a printed seed replays a run exactly.
+ *   whole I/O     mw_xio(): all n bytes through read(2) or write(2).
  *   touching      mw_touch(): read or write one byte that may fault,
  *                 returning the signal (SIGSEGV, SIGBUS) instead of dying,
  *                 once mw_on_fault() is the handler of both.
@@ -194,9 +195,8 @@ static inline double mw_now_s(void)
 	return (double)mw_now_ns() / 1e9;
 }
 
-/* ---- random numbers ----------------------------------------------------- */
+/* ---- whole reads and writes -------------------------------------------- */
 
-/* splitmix64: the next number of the stream *state. */
 /*
  * All n bytes through read(2) or write(2), retried on EINTR: 0, or -1 with
  * errno set (EPIPE for an end of file before n bytes).
@@ -221,6 +221,9 @@ static inline int mw_xio(int fd, void *p, size_t n, bool wr)
 	return 0;
 }
 
+/* ---- random numbers ----------------------------------------------------- */
+
+/* splitmix64: the next number of the stream *state. */
 static inline uint64_t mw_rnd(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
