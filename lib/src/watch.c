@@ -158,6 +158,49 @@ static int lock_ctx(struct memwatch *mw)
 	return 0;
 }
 
+/* The end of a call that enter() let in: the lock dropped. */
+static void leave(struct memwatch *mw)
+{
+	pthread_mutex_unlock(&mw->lock);
+}
+
+/* What a call works on: its span in pages and the range holding it. */
+struct call {
+	uintptr_t a, b;
+	struct mw_range *r;
+};
+
+/*
+ * The entry of every call on part of a context, its errors in this order:
+ * no context (-EFAULT), flags beyond ALLOWED (-EINVAL), a bad span
+ * (check_span), a forked child (lock_ctx: -ECHILD) and, with RANGE, no
+ * registered range holding all of the span (-ENOENT).  Returns 0 with the
+ * lock held (leave() drops it) and c filled in, or -errno without the lock.
+ */
+static int enter(struct memwatch *mw, const void *addr, size_t len,
+		 unsigned int flags, unsigned int allowed, bool range,
+		 struct call *c)
+{
+	int ret;
+
+	if (!mw)
+		return -EFAULT;
+	if (flags & ~allowed)
+		return -EINVAL;
+	ret = check_span(mw, addr, len, &c->a, &c->b);
+	if (ret)
+		return ret;
+	ret = lock_ctx(mw);
+	if (ret)
+		return ret;
+	c->r = range ? find_range(mw, c->a, c->b) : NULL;
+	if (range && !c->r) {
+		leave(mw);
+		return -ENOENT;
+	}
+	return 0;
+}
+
 /* mincore() fails with ENOMEM when part of the range is not mapped. */
 static int check_mapped(struct memwatch *mw, uintptr_t a, uintptr_t b)
 {
@@ -177,21 +220,16 @@ int memwatch_add(struct memwatch *mw, void *addr, size_t len,
 		 unsigned int flags)
 {
 	struct mw_range *r;
+	struct call c;
 	uintptr_t a, b;
 	size_t i, pos;
 	int ret;
 
-	if (!mw)
-		return -EFAULT;
-	if (flags & ~MEMWATCH_ADD_NOHUGEPAGE)
-		return -EINVAL;
-	ret = check_span(mw, addr, len, &a, &b);
+	ret = enter(mw, addr, len, flags, MEMWATCH_ADD_NOHUGEPAGE, false, &c);
 	if (ret)
 		return ret;
-	ret = lock_ctx(mw);
-	if (ret)
-		return ret;
-
+	a = c.a;
+	b = c.b;
 	for (pos = 0; pos < mw->nranges && mw->ranges[pos].start < b; pos++) {
 		if (mw->ranges[pos].end > a) {
 			ret = -EEXIST;
@@ -244,28 +282,23 @@ undo:
 	for (i = pos; i < mw->nranges; i++)
 		mw->ranges[i] = mw->ranges[i + 1];
 out:
-	pthread_mutex_unlock(&mw->lock);
+	leave(mw);
 	return ret;
 }
 
 int memwatch_remove(struct memwatch *mw, void *addr, size_t len)
 {
 	struct mw_range *r;
-	uintptr_t a, b;
+	struct call c;
 	size_t pos;
 	int ret;
 
-	if (!mw)
-		return -EFAULT;
-	ret = check_span(mw, addr, len, &a, &b);
+	ret = enter(mw, addr, len, 0, 0, true, &c);
 	if (ret)
 		return ret;
-	ret = lock_ctx(mw);
-	if (ret)
-		return ret;
-	r = find_range(mw, a, b);
-	if (!r || r->start != a || r->end != b) {
-		ret = -ENOENT;
+	r = c.r;
+	if (r->start != c.a || r->end != c.b) {
+		ret = -ENOENT;	/* only part of a range */
 		goto out;
 	}
 	ret = mw->ops->remove(mw, r);
@@ -277,7 +310,7 @@ int memwatch_remove(struct memwatch *mw, void *addr, size_t len)
 	mw->nranges--;
 	memmove(r, r + 1, (mw->nranges - pos) * sizeof(*r));
 out:
-	pthread_mutex_unlock(&mw->lock);
+	leave(mw);
 	return ret;
 }
 
@@ -289,29 +322,21 @@ out:
 static int get_into(struct memwatch *mw, void *addr, size_t len,
 		    unsigned int flags, struct mw_sink *k)
 {
-	struct mw_range *r;
-	uintptr_t a, b;
+	struct call c;
 	int ret;
 
-	if (flags & ~MEMWATCH_GET_RESET)
-		return -EINVAL;
-	ret = check_span(mw, addr, len, &a, &b);
+	ret = enter(mw, addr, len, flags, MEMWATCH_GET_RESET, true, &c);
 	if (ret)
 		return ret;
-	ret = lock_ctx(mw);
-	if (ret)
-		return ret;
-	r = find_range(mw, a, b);
 	k->page_size = mw->page_size;
 	k->page_shift = (unsigned int)__builtin_ctzl(mw->page_size);
-	k->base = a;
+	k->base = c.a;
 	k->n = 0;
-	k->used = r != NULL;
-	if (!r)
-		ret = -ENOENT;
-	else if (k->cap)
-		ret = mw->ops->get(mw, r, a, b, flags & MEMWATCH_GET_RESET, k);
-	pthread_mutex_unlock(&mw->lock);
+	k->used = true;
+	if (k->cap)
+		ret = mw->ops->get(mw, c.r, c.a, c.b,
+				   flags & MEMWATCH_GET_RESET, k);
+	leave(mw);
 	return ret;
 }
 
@@ -377,44 +402,28 @@ int memwatch_get_bitmap(struct memwatch *mw, void *addr, size_t len,
 
 int memwatch_reset(struct memwatch *mw, void *addr, size_t len)
 {
-	struct mw_range *r;
-	uintptr_t a, b;
+	struct call c;
 	int ret;
 
-	if (!mw)
-		return -EFAULT;
-	ret = check_span(mw, addr, len, &a, &b);
+	ret = enter(mw, addr, len, 0, 0, true, &c);
 	if (ret)
 		return ret;
-	ret = lock_ctx(mw);
-	if (ret)
-		return ret;
-	r = find_range(mw, a, b);
-	ret = r ? mw->ops->reset(mw, r, a, b) : -ENOENT;
-	pthread_mutex_unlock(&mw->lock);
+	ret = mw->ops->reset(mw, c.r, c.a, c.b);
+	leave(mw);
 	return ret;
 }
 
 int memwatch_prepare_write(struct memwatch *mw, void *addr, size_t len)
 {
-	struct mw_range *r;
-	uintptr_t a, b;
+	struct call c;
 	int ret;
 
-	if (!mw)
-		return -EFAULT;
-	ret = check_span(mw, addr, len, &a, &b);
+	ret = enter(mw, addr, len, 0, 0, true, &c);
 	if (ret)
 		return ret;
-	ret = lock_ctx(mw);
-	if (ret)
-		return ret;
-	r = find_range(mw, a, b);
-	if (!r)
-		ret = -ENOENT;
-	else if (mw->ops->prepare_write)
-		ret = mw->ops->prepare_write(mw, r, a, b);
-	pthread_mutex_unlock(&mw->lock);
+	if (mw->ops->prepare_write)
+		ret = mw->ops->prepare_write(mw, c.r, c.a, c.b);
+	leave(mw);
 	return ret;
 }
 
