@@ -22,8 +22,11 @@
 # gcc -MD writes NAME.d beside each program's command line (NAME.cmd) under
 # build/tests/obj/; -MD rather than -MMD because the uapi comes in with
 # -isystem, whose headers -MMD leaves out, and a changed uapi header must
-# rebuild.  A program is rebuilt when a file it read changed or its command
-# line did (another -m32, another header directory).
+# rebuild.  A program of several sources (wostress) is one gcc too: -MD
+# would keep the dependencies of the last source only, so gcc -M lists
+# those of all first (as for the selftests below).  A program is rebuilt
+# when a file it read changed or its command line did (another -m32,
+# another header directory).
 # The kernel tree's selftests (tools/testing/selftests/vm of build/linux)
 # are built as its own Makefile builds them (-Wall, vm_util.c beside,
 # -lrt -lpthread -lm), static, against the same uapi.
@@ -60,35 +63,40 @@ $(T_OBJ)/$(patsubst $(T_BUILD)/%,%,$(1)).cmd: FORCE
 	@echo '$(2)' | cmp -s - $$@ 2>/dev/null || echo '$(2)' >$$@
 endef
 
-# t_cc OUT, SOURCES, FLAGS: OUT from SOURCES by our one rule; FLAGS come
-# after the sources (the caller's -isystem, -static, -m32, libraries).
+# t_cc OUT, SOURCES, FLAGS: OUT from SOURCES (one or more) by our one
+# rule; FLAGS come after the sources (the caller's -isystem, -static, -m32,
+# libraries).  t_dep OUT: its dependency file.
+t_dep = $(T_OBJ)/$(patsubst $(T_BUILD)/%,%,$(1)).d
 define t_cc
 $(1): $(2) $(filter %.a,$(3)) $(T_OBJ)/$(patsubst $(T_BUILD)/%,%,$(1)).cmd
 	@mkdir -p $$(@D)
 	@echo "  CC      $(patsubst $(T_TOP)/%,%,$(1))"
-	@$(T_CC) $(T_CFLAGS) -MD -MP -MF $(T_OBJ)/$(patsubst $(T_BUILD)/%,%,$(1)).d -o $(1) $(2) $(3)
+	$(if $(word 2,$(2)),@$(T_CC) $(T_CFLAGS) -M -MP -MT $(1) $(2) $(3) >$(call t_dep,$(1)))
+	@$(T_CC) $(T_CFLAGS) $(if $(word 2,$(2)),,-MD -MP -MF $(call t_dep,$(1))) -o $(1) $(2) $(3)
 $(call t_cmdfile,$(1),$(T_CC) $(T_CFLAGS) -o $(1) $(2) $(3))
--include $(T_OBJ)/$(patsubst $(T_BUILD)/%,%,$(1)).d
+-include $(call t_dep,$(1))
 endef
 
-# t_prog NAME, SOURCE, FLAGS: a static guest program against T_HDR.
+# t_prog NAME, SOURCES, FLAGS: a static guest program against T_HDR.
 define t_prog
-$(call t_cc,$(T_BIN)/$(1),$(T_TOP)/$(2),-isystem $(T_HDR) -static $(3))
+$(call t_cc,$(T_BIN)/$(1),$(addprefix $(T_TOP)/,$(2)),-isystem $(T_HDR) -static $(3))
 T_PROGRAMS += $(T_BIN)/$(1)
 endef
 
-# t_asan NAME, SOURCE, FLAGS: the same with ASan and UBSan (dynamic).
+# t_asan NAME, SOURCES, FLAGS: the same with ASan and UBSan (dynamic).
 define t_asan
-$(call t_cc,$(T_BIN)/$(1),$(T_TOP)/$(2),-isystem $(T_HDR) $(T_ASAN) $(3))
+$(call t_cc,$(T_BIN)/$(1),$(addprefix $(T_TOP)/,$(2)),-isystem $(T_HDR) $(T_ASAN) $(3))
 T_PROGRAMS += $(T_BIN)/$(1)
 endef
 
-# The write oracle, the whole-address-space scan, the kernel's own writes
-# into tracked memory, the PMD marker's differential and its failure
-# injection (tests/stress/), the interface fuzzer (tests/fuzz/), also as a
-# 32-bit program (the compat entry of the ioctls), the fixed-layout runner
-# of upstream's uffd-unit-tests (tests/harness/).
-$(eval $(call t_prog,wostress,tests/stress/wostress.c,-lpthread))
+# The write oracle (its main, shared oracle and three modes), the
+# whole-address-space scan, the kernel's own writes into tracked memory, the
+# PMD marker's differential and its failure injection (tests/stress/), the
+# interface fuzzer (tests/fuzz/), also as a 32-bit program (the compat entry
+# of the ioctls), the fixed-layout runner of upstream's uffd-unit-tests
+# (tests/harness/).
+T_WOSTRESS := wostress wostress-oracle wostress-dense wostress-hot wostress-sparse
+$(eval $(call t_prog,wostress,$(T_WOSTRESS:%=tests/stress/%.c),-lpthread))
 $(eval $(call t_prog,scanspan,tests/stress/scanspan.c,))
 $(eval $(call t_prog,kwrites,tests/stress/kwrites.c,-lpthread))
 $(eval $(call t_prog,pmdiff,tests/stress/pmdiff.c,-lpthread))
