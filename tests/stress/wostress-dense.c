@@ -107,17 +107,10 @@ static void *disruptor_main(void *arg)
 			    uffd_wp_register(c, p, (b - a) * r->unit))
 				mw_bail("unregister+register", &c->seed);
 			break;
-		case OP_FORK: {
-			pid_t pid = fork();
-			int st;
-
+		case OP_FORK:
 			a = b = 0;
-			if (pid == 0)
-				child_writes(c, mw_rnd(&rng));
-			ret = pid < 0 || waitpid(pid, &st, 0) != pid ||
-			      !WIFEXITED(st) || WEXITSTATUS(st);
+			ret = fork_writer(c, &rng);
 			break;
-		}
 		case OP_COMPACT: {
 			int fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
 
@@ -156,8 +149,6 @@ int dense_main(struct ctx *c, const char *argv0)
 	int dfd[K_NKINDS];
 	void *dbuf;
 	uint32_t g = 0;
-	time_t t_end;
-	int t = 0;
 
 	/*
 	 * The disruptor unmaps and maps at addresses it owns (reserve(), a
@@ -195,34 +186,7 @@ int dense_main(struct ctx *c, const char *argv0)
 	}
 	if (pthread_create(&dt, NULL, disruptor_main, c))
 		mw_bail("disruptor", &c->seed);
-	t_end = time(NULL) + c->seconds;
-	/*
-	 * The self-test needs reports to drop, which starts after 20
-	 * harvests: on a loaded machine it goes on past --seconds until it
-	 * has dropped 8 (or for 4 times as long at most).
-	 */
-	while (time(NULL) < t_end ||
-	       (c->self_test && c->dropped < 8 &&
-		time(NULL) < t_end + 3 * (time_t)c->seconds)) {
-		harvest(c, &rng);
-		if (!c->quiet && ++t % 200 == 0)
-			printf("# %u harvests, %" PRIu64 " writes so far\n",
-			       c->harvests,
-			       (uint64_t)w[0].n * c->nwriters);
-	}
-	atomic_store(&c->stop, true);
-	for (unsigned int i = 0; i < c->nwriters; i++)
-		pthread_join(wt[i], NULL);
-	pthread_join(dt, NULL);
-	/* Two final whole harvests: every write is covered by now. */
-	for (int i = 0; i < 2; i++) {
-		uint64_t t0 = tick(c);
-
-		c->harvests++;
-		for (int k = 0; k < K_SPARSE; k++)
-			harvest_region(c, &c->reg[k], &rng, false);
-		push(&c->full, t0, tick(c));
-	}
+	harvest_run(c, &rng, time(NULL) + c->seconds, w, wt, dt);
 
 	/* The oracle. */
 	all = gather_writes(c, w, &writes);
@@ -251,21 +215,8 @@ int dense_main(struct ctx *c, const char *argv0)
 	for (uint32_t gi = 0; gi < c->nunits; gi++) {
 		size_t idx;
 		struct region *r = unit_region(c, gi, &idx);
-		struct unitst *u = &c->u[gi];
 
-		for (unsigned int s = 0; s < c->nwriters; s++) {
-			uint64_t got = *(uint64_t *)(r->base + idx * r->unit +
-						     8 * s);
-			struct slotst *e = &u->slot[s];
-			bool ok;
-
-			if (!e->val)
-				continue;
-			ok = slot_value_ok(u, e, got);
-			if (!ok && bad_data++ < 10)
-				printf("# DATA: %s unit %zu slot %u: %#" PRIx64 ", wrote %#" PRIx64 "\n",
-				       kind_name[r->kind], idx, s, got, e->val);
-		}
+		check_slots(c, gi, &bad_data);
 		if (r->fd >= 0 && !r->huge) {
 			if (pread(dfd[r->kind], dbuf, PSZ, idx * r->unit) !=
 			    (ssize_t)PSZ ||

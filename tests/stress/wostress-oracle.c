@@ -522,6 +522,41 @@ void harvest(struct ctx *c, uint64_t *rng)
 }
 
 /* A disruption of units [a, b) of r during [t0, now]. */
+/*
+ * The harvester in the calling thread until t_end, a progress line every
+ * 200 harvests.  The self-test needs reports to drop, which starts after
+ * 20 harvests: on a loaded machine it goes on past t_end until it has
+ * dropped 8 (or for 4 times as long at most).  Then the writers wt (w) and
+ * the disruptor dt are stopped and joined, and two final whole harvests of
+ * c->act run: every write is covered by then.
+ */
+void harvest_run(struct ctx *c, uint64_t *rng, time_t t_end,
+		 const struct writer *w, const pthread_t *wt, pthread_t dt)
+{
+	int t = 0;
+
+	while (time(NULL) < t_end ||
+	       (c->self_test && c->dropped < 8 &&
+		time(NULL) < t_end + 3 * (time_t)c->seconds)) {
+		harvest(c, rng);
+		if (!c->quiet && ++t % 200 == 0)
+			printf("# %u harvests, %" PRIu64 " writes so far\n",
+			       c->harvests, (uint64_t)w[0].n * c->nwriters);
+	}
+	atomic_store(&c->stop, true);
+	for (unsigned int i = 0; i < c->nwriters; i++)
+		pthread_join(wt[i], NULL);
+	pthread_join(dt, NULL);
+	for (int i = 0; i < 2; i++) {
+		uint64_t t0 = tick(c);
+
+		c->harvests++;
+		for (int j = 0; j < c->nact; j++)
+			harvest_region(c, &c->reg[c->act[j]], rng, false);
+		push(&c->full, t0, tick(c));
+	}
+}
+
 void note_op(struct ctx *c, struct region *r, size_t a, size_t b,
 	     enum op op, bool destructive, uint64_t t0)
 {
@@ -557,6 +592,18 @@ void child_writes(struct ctx *c, uint64_t seed)
 				~0ULL;
 	}
 	_exit(0);
+}
+
+/* OP_FORK: a child that writes (child_writes()); 0 if it exited 0. */
+int fork_writer(struct ctx *c, uint64_t *rng)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		child_writes(c, mw_rnd(rng));
+	return pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	       WEXITSTATUS(st);
 }
 
 /* The disruptions of unit g that overlap [from, to]. */
@@ -819,12 +866,37 @@ struct wlog *gather_writes(struct ctx *c, const struct writer *w,
  * A slot's last value read back: what its writer stored, unless a
  * destructive disruption (zap, remap) overlapped or followed the store.
  */
-bool slot_value_ok(const struct unitst *u, const struct slotst *e,
-		   uint64_t got)
+static bool slot_value_ok(const struct unitst *u, const struct slotst *e,
+			  uint64_t got)
 {
 	if (!u->d_end || u->d_end < e->t_begin)
 		return got == e->val;
 	if (e->t_end < u->d_begin)
 		return got == 0;
 	return got == 0 || got == e->val;
+}
+
+/*
+ * The data check of unit g: each writer's slot read back against what it
+ * stored last (slot_value_ok()); adds the bad slots to *bad, the first 10
+ * of the run printed.
+ */
+void check_slots(struct ctx *c, uint32_t g, uint64_t *bad)
+{
+	size_t idx;
+	struct region *r = unit_region(c, g, &idx);
+	struct unitst *u = &c->u[g];
+
+	for (unsigned int s = 0; s < c->nwriters; s++) {
+		uint64_t got = *(uint64_t *)(unit_ptr(r, idx) + 8 * s);
+		struct slotst *e = &u->slot[s];
+		char page[32] = "";
+
+		if (!e->val || slot_value_ok(u, e, got) || (*bad)++ >= 10)
+			continue;
+		if (r->tgt)	/* sparse: the page too */
+			snprintf(page, sizeof(page), " (page %u)", r->tgt[idx]);
+		printf("# DATA: %s unit %zu%s slot %u: %#" PRIx64 ", wrote %#" PRIx64 "\n",
+		       kind_name[r->kind], idx, page, s, got, e->val);
+	}
 }

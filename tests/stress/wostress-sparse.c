@@ -184,17 +184,10 @@ static void *sparse_disruptor(void *arg)
 			record_in(c, r, a, b, t0, tick(c), REC_REARM);
 			destr = true;
 			break;
-		case OP_FORK: {
-			pid_t pid = fork();
-			int st;
-
+		case OP_FORK:
 			a = b = 0;
-			if (pid == 0)
-				child_writes(c, mw_rnd(&rng));
-			ret = pid < 0 || waitpid(pid, &st, 0) != pid ||
-			      !WIFEXITED(st) || WEXITSTATUS(st);
+			ret = fork_writer(c, &rng);
 			break;
-		}
 		default:
 			break;
 		}
@@ -294,8 +287,7 @@ int sparse_main(struct ctx *c, const char *argv0)
 	struct wlog *all;
 	char *heap_end, *pads[64];
 	double arm_us[2];
-	time_t t_end;
-	int npoints, failed, t = 0;
+	int npoints, failed;
 
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
@@ -362,47 +354,10 @@ int sparse_main(struct ctx *c, const char *argv0)
 	       c->reg[sk[0]].nunits, c->reg[sk[1]].nunits,
 	       c->reg[sk[0]].nchunks, arm_us[0], arm_us[1], pte0, pte_armed);
 	atomic_store(&c->go, true);
-	t_end = time(NULL) + c->seconds;
-	while (time(NULL) < t_end ||
-	       (c->self_test && c->dropped < 8 &&
-		time(NULL) < t_end + 3 * (time_t)c->seconds)) {
-		harvest(c, &rng);
-		if (!c->quiet && ++t % 200 == 0)
-			printf("# %u harvests, %" PRIu64 " writes so far\n",
-			       c->harvests, (uint64_t)w[0].n * c->nwriters);
-	}
-	atomic_store(&c->stop, true);
-	for (unsigned int i = 0; i < c->nwriters; i++)
-		pthread_join(wt[i], NULL);
-	pthread_join(dt, NULL);
-	for (int i = 0; i < 2; i++) {
-		uint64_t t0 = tick(c);
-
-		c->harvests++;
-		for (int j = 0; j < c->nact; j++)
-			harvest_region(c, &c->reg[c->act[j]], &rng, false);
-		push(&c->full, t0, tick(c));
-	}
+	harvest_run(c, &rng, time(NULL) + c->seconds, w, wt, dt);
 	/* Data: the last value of each slot, unless a destructive op won. */
-	for (uint32_t gi = 0; gi < c->nunits; gi++) {
-		size_t idx;
-		struct region *r = unit_region(c, gi, &idx);
-		struct unitst *u = &c->u[gi];
-
-		for (unsigned int sl = 0; sl < c->nwriters; sl++) {
-			uint64_t got = *(uint64_t *)(unit_ptr(r, idx) + 8 * sl);
-			struct slotst *e = &u->slot[sl];
-			bool ok;
-
-			if (!e->val)
-				continue;
-			ok = slot_value_ok(u, e, got);
-			if (!ok && bad_data++ < 10)
-				printf("# DATA: %s unit %zu (page %u) slot %u: %#" PRIx64 ", wrote %#" PRIx64 "\n",
-				       kind_name[r->kind], idx, r->tgt[idx], sl,
-				       got, e->val);
-		}
-	}
+	for (uint32_t gi = 0; gi < c->nunits; gi++)
+		check_slots(c, gi, &bad_data);
 	pte_run = mw_vmpte_kb();
 	for (int i = 0; i < 2; i++)
 		if (munmap(c->reg[sk[i]].base, sparse_span(&c->reg[sk[i]])))

@@ -275,9 +275,12 @@ bool inj_wait(struct ctx *c, int state);
 void harvest_region(struct ctx *c, struct region *r, uint64_t *rng,
 		    bool whole);
 void harvest(struct ctx *c, uint64_t *rng);
+void harvest_run(struct ctx *c, uint64_t *rng, time_t t_end,
+		 const struct writer *w, const pthread_t *wt, pthread_t dt);
 void note_op(struct ctx *c, struct region *r, size_t a, size_t b,
 	     enum op op, bool destructive, uint64_t t0);
 void child_writes(struct ctx *c, uint64_t seed);
+int fork_writer(struct ctx *c, uint64_t *rng);
 uint64_t deadline(const struct ctx *c, uint64_t te);
 uint64_t check_writes(struct ctx *c, const struct wlog *all,
 		      uint64_t writes, uint64_t *lost_old);
@@ -285,8 +288,7 @@ void count_false(struct ctx *c, const struct wlog *all,
 		 uint64_t writes);
 struct wlog *gather_writes(struct ctx *c, const struct writer *w,
 			   uint64_t *nwrites);
-bool slot_value_ok(const struct unitst *u, const struct slotst *e,
-		   uint64_t got);
+void check_slots(struct ctx *c, uint32_t g, uint64_t *bad);
 int hot_main(struct ctx *c, const char *argv0);
 int sparse_main(struct ctx *c, const char *argv0);
 int dense_main(struct ctx *c, const char *argv0);
