@@ -34,6 +34,13 @@
 #                        waits for the background job PID (a build), with
 #                        a line "PROG:   ... Ns, <CMD's output>" every EVERY
 #                        seconds meanwhile; returns the job's exit status
+#   client_tarball NAME [PATH]
+#                        the source tarball NAME of a client (CRIU, Wine,
+#                        bdwgc): PATH when given (the caller's *_TARBALL),
+#                        else ../shared/clients/NAME beside the clone or,
+#                        when that is missing, beside the repository it was
+#                        cloned from (a local origin: CI's clean clone);
+#                        the caller sets $top
 #   bg_run LOG EVERY CMD DESC COMMAND...
 #                        "PROG: DESC (log: LOG)", COMMAND with its output
 #                        appended to LOG under progress_wait EVERY CMD, then
@@ -108,6 +115,23 @@ seed_list() {
 		any=1
 	done
 	[ $any = 1 ] || die "--seeds $1: no seed"
+}
+
+client_tarball() {
+	local name=$1 t origin
+	if [ -n "${2:-}" ]; then
+		echo "$2"
+		return
+	fi
+	t=$(realpath -m "$top/../shared/clients/$name")
+	if [ ! -f "$t" ]; then
+		origin=$(git -C "$top" remote get-url origin 2>/dev/null || true)
+		if [ -n "$origin" ] && [ -d "$origin" ] &&
+			[ -f "$(realpath -m "$origin/../shared/clients/$name")" ]; then
+			t=$(realpath -m "$origin/../shared/clients/$name")
+		fi
+	fi
+	echo "$t"
 }
 
 progress_wait() {
