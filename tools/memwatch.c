@@ -326,6 +326,33 @@ static int count_range(struct memwatch_scan *s, uint64_t start, uint64_t end,
 	return ret;
 }
 
+/* The width of category i's table column: its heading's, 7 at least. */
+static int cat_width(unsigned int i)
+{
+	size_t len = strlen(cats[i].head);
+
+	return (int)(len > 7 ? len : 7);
+}
+
+/*
+ * The count columns of a table row: each selected category's count, "-"
+ * for one the scan could not ask for.
+ */
+static void print_counts(const bool sel[NCATS], uint64_t mask,
+			 const uint64_t counts[NCATS])
+{
+	unsigned int i;
+
+	for (i = 0; i < NCATS; i++) {
+		if (!sel[i])
+			continue;
+		if (mask & cats[i].bit)
+			printf(" %*" PRIu64, cat_width(i), counts[i]);
+		else
+			printf(" %*s", cat_width(i), "-");
+	}
+}
+
 static int parse_categories(const char *list, bool sel[NCATS])
 {
 	char *copy = strdup(list), *tok, *save = NULL;
@@ -425,8 +452,7 @@ static int cmd_scan(int argc, char **argv)
 		printf("%-12s %-12s %-4s %7s", "START", "END", "PERM", "PAGES");
 		for (i = 0; i < NCATS; i++)
 			if (sel[i])
-				printf(" %*s", (int)(strlen(cats[i].head) > 7 ?
-						     strlen(cats[i].head) : 7), cats[i].head);
+				printf(" %*s", cat_width(i), cats[i].head);
 		printf("  NAME\n");
 	}
 	for (k = 0; k < n; k++) {
@@ -457,17 +483,7 @@ static int cmd_scan(int argc, char **argv)
 		} else {
 			printf("%012" PRIx64 " %012" PRIx64 " %-4s %7" PRIu64, a, b,
 			       perm, (b - a) / (uint64_t)ps);
-			for (i = 0; i < NCATS; i++) {
-				int w;
-
-				if (!sel[i])
-					continue;
-				w = (int)(strlen(cats[i].head) > 7 ? strlen(cats[i].head) : 7);
-				if (mask & cats[i].bit)
-					printf(" %*" PRIu64, w, counts[i]);
-				else
-					printf(" %*s", w, "-");
-			}
+			print_counts(sel, mask, counts);
 			printf("%s%s%s\n", v[k].name[0] ? "  " : "", v[k].name,
 			       v[k].flags & MEMWATCH_VMA_NAME_TRUNCATED ? "..." : "");
 		}
@@ -479,17 +495,7 @@ static int cmd_scan(int argc, char **argv)
 		printf("],\"pages\":%" PRIu64 "}\n", pages_total);
 	} else {
 		printf("%-12s %-12s %-4s %7" PRIu64, "TOTAL", "", "", pages_total);
-		for (i = 0; i < NCATS; i++) {
-			int w;
-
-			if (!sel[i])
-				continue;
-			w = (int)(strlen(cats[i].head) > 7 ? strlen(cats[i].head) : 7);
-			if (mask & cats[i].bit)
-				printf(" %*" PRIu64, w, total[i]);
-			else
-				printf(" %*s", w, "-");
-		}
+		print_counts(sel, mask, total);
 		printf("  (%zu mappings)\n", shown);
 	}
 	free(v);
