@@ -714,6 +714,22 @@ static int test_exact(enum mkind m, enum wkind w, uint64_t *seq)
 	return bad_rounds;
 }
 
+/* Harvest h kept in g.hv, with a copy of its h->n reports from rep. */
+static void keep_harvest(struct harvest *h, const uint32_t *rep)
+{
+	h->rep = malloc((h->n ? h->n : 1) * sizeof(*h->rep));
+	if (!h->rep)
+		mw_bail("malloc", &g.seed);
+	memcpy(h->rep, rep, h->n * sizeof(*h->rep));
+	if (g.nhv == g.caphv) {
+		g.caphv = g.caphv ? 2 * g.caphv : 256;
+		g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
+		if (!g.hv)
+			mw_bail("realloc", &g.seed);
+	}
+	g.hv[g.nhv++] = *h;
+}
+
 static void *harvester(void *arg)
 {
 	enum mkind m = g.hm;
@@ -736,17 +752,7 @@ static void *harvester(void *arg)
 			break;
 		}
 		h.n = n;
-		h.rep = malloc((n ? n : 1) * sizeof(*h.rep));
-		if (!h.rep)
-			mw_bail("malloc", &g.seed);
-		memcpy(h.rep, tmp, n * sizeof(*h.rep));
-		if (g.nhv == g.caphv) {
-			g.caphv = g.caphv ? 2 * g.caphv : 256;
-			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
-			if (!g.hv)
-				mw_bail("realloc", &g.seed);
-		}
-		g.hv[g.nhv++] = h;
+		keep_harvest(&h, tmp);
 		atomic_fetch_add(&g.nharv, 1);
 		usleep((h.c1 & 3) * 200);
 	}
@@ -829,17 +835,7 @@ static int test_reset(enum mkind m, enum wkind w, uint64_t *seq, int *nlost,
 		n = get_reset(m, tmp, np);
 		h.c1 = tick();
 		h.n = n > 0 ? n : 0;
-		h.rep = malloc((h.n ? h.n : 1) * sizeof(*h.rep));
-		if (!h.rep)
-			mw_bail("malloc", &g.seed);
-		memcpy(h.rep, tmp, h.n * sizeof(*h.rep));
-		if (g.nhv == g.caphv) {
-			g.caphv = g.caphv ? 2 * g.caphv : 256;
-			g.hv = realloc(g.hv, g.caphv * sizeof(*g.hv));
-			if (!g.hv)
-				mw_bail("realloc", &g.seed);
-		}
-		g.hv[g.nhv++] = h;
+		keep_harvest(&h, tmp);
 	}
 	atomic_store(&g.drop_next, 0);
 	atomic_store(&g.add_next, 0);
