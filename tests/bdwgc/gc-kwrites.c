@@ -78,10 +78,10 @@
  * TAP output.  Runs only in the memwatch test guest (memwatch.guest=1).
  */
 #include "mw-test.h"
+#include "mw-uring.h"
 
 #include <dirent.h>
 #include <getopt.h>
-#include <linux/io_uring.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -158,14 +158,6 @@ struct crep {
 	int err;
 };
 
-struct ring {
-	int fd;
-	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail,
-		     *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
-};
-
 struct ctx {
 	uint64_t seed, rng;
 	unsigned int rounds, nholders;
@@ -184,7 +176,7 @@ struct ctx {
 	char why_nodirect[128];
 	bool have_pvw, have_procmem;
 	int pvw_errno, procmem_errno;
-	struct ring ring;		/* fd -1: no io_uring */
+	struct mw_ring ring;		/* fd -1: no io_uring (mw-uring.h) */
 	int uring_errno;
 	char *drain;			/* malloc'd: a failed pipe read's bytes */
 };
@@ -426,74 +418,17 @@ static void setup_files(struct ctx *c)
 		mw_bail("set up the O_DIRECT file", &c->seed);
 }
 
-static void setup_uring(struct ctx *c)
-{
-	struct io_uring_params p = { 0 };
-	struct ring *rg = &c->ring;
-	size_t sqsz, cqsz;
-	char *sq, *cq;
-
-	rg->fd = syscall(__NR_io_uring_setup, 4, &p);
-	if (rg->fd < 0) {
-		c->uring_errno = errno;
-		return;
-	}
-	sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
-	cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (p.features & IORING_FEAT_SINGLE_MMAP)
-		sqsz = cqsz = sqsz > cqsz ? sqsz : cqsz;
-	sq = mmap(NULL, sqsz, PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_POPULATE, rg->fd, IORING_OFF_SQ_RING);
-	cq = p.features & IORING_FEAT_SINGLE_MMAP ? sq :
-	     mmap(NULL, cqsz, PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_POPULATE, rg->fd, IORING_OFF_CQ_RING);
-	rg->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-			PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-			rg->fd, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || rg->sqes == MAP_FAILED)
-		mw_bail("mmap the io_uring rings", &c->seed);
-	rg->sq_tail = (unsigned int *)(sq + p.sq_off.tail);
-	rg->sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
-	rg->sq_array = (unsigned int *)(sq + p.sq_off.array);
-	rg->cq_head = (unsigned int *)(cq + p.cq_off.head);
-	rg->cq_tail = (unsigned int *)(cq + p.cq_off.tail);
-	rg->cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
-	rg->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-}
-
-/* One IORING_OP_READ, waited for: bytes read, or -1 with errno set. */
-static long uring_read(struct ring *rg, int fd, void *buf, size_t len,
+/* One io_uring read (mw_uring_read): bytes read, or -1 with errno set. */
+static long uring_read(struct ctx *c, int fd, void *buf, size_t len,
 		       off_t off)
 {
-	unsigned int tail = *rg->sq_tail, idx = tail & *rg->sq_mask, head;
-	struct io_uring_sqe *sqe = &rg->sqes[idx];
-	int res;
+	long r = mw_uring_read(&c->ring, fd, buf, len, off);
 
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_READ;
-	sqe->fd = fd;
-	sqe->addr = (uintptr_t)buf;
-	sqe->len = len;
-	sqe->off = off;
-	rg->sq_array[idx] = idx;
-	__atomic_store_n(rg->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	while (syscall(__NR_io_uring_enter, rg->fd, 1, 1,
-		       IORING_ENTER_GETEVENTS, NULL, 0) != 1)
-		if (errno != EINTR)
-			return -1;
-	head = *rg->cq_head;
-	while (head == __atomic_load_n(rg->cq_tail, __ATOMIC_ACQUIRE))
-		if (syscall(__NR_io_uring_enter, rg->fd, 0, 1,
-			    IORING_ENTER_GETEVENTS, NULL, 0) < 0 &&
-		    errno != EINTR)
-			return -1;
-	res = rg->cqes[head & *rg->cq_mask].res;
-	__atomic_store_n(rg->cq_head, head + 1, __ATOMIC_RELEASE);
-	if (res < 0) {
-		errno = -res;
+	if (r < 0) {
+		errno = (int)-r;
 		return -1;
 	}
-	return res;
+	return r;
 }
 
 /* Is the path usable here?  why: the reason when not. */
@@ -693,13 +628,12 @@ static long deliver(struct ctx *c, enum path p, unsigned int round, int k,
 			rep = courier(c, C_BLOCK, k, hid, garble, NULL);
 			if (rep.res < 0)
 				break;
-			return uring_read(&c->ring, c->dfd, h, HOLDER_SZ, off);
+			return uring_read(c, c->dfd, h, HOLDER_SZ, off);
 		}
 		rep = courier(c, C_FILE, k, hid, garble, NULL);
 		if (rep.res < 0)
 			break;
-		return uring_read(&c->ring, c->ffd, &h->slot, sizeof(void *),
-				  off);
+		return uring_read(c, c->ffd, &h->slot, sizeof(void *), off);
 	default:
 		errno = EINVAL;
 		return -1;
@@ -1001,7 +935,7 @@ int main(int argc, char **argv)
 		c.cur[k] = NONE;
 	setup_files(&c);
 	start_courier(&c);
-	setup_uring(&c);
+	c.uring_errno = -mw_uring_setup(&c.ring, &c.seed);
 	for (int p = 0; p < P_N; p++) {
 		if (!(c.paths & 1U << p))
 			continue;

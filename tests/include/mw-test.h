@@ -24,7 +24,8 @@
  *   scan          mw_ww_arg(): the PAGEMAP_SCAN argument of Wine's
  *                 GetWriteWatch (written pages, with or without reset).
  *   The benchmarks (bench/bench.h) take the clock, the userfaultfd calls
- *   and the scan argument from here too.
+ *   and the scan argument from here too.  Beside it: mw-marker.h (the
+ *   PMD-level marker's debugfs counters), mw-uring.h (one io_uring read).
  *   uapi          the kernel ABI the tests use that older system headers
  *                 lack (PAGEMAP_SCAN, UFFD_FEATURE_WP_*, newer MADV_ and
  *                 mmap flags), each defined only where the headers do not.

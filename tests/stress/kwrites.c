@@ -62,7 +62,6 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <linux/fs.h>
-#include <linux/io_uring.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -83,6 +82,7 @@
 #include <unistd.h>
 
 #include "mw-test.h"
+#include "mw-uring.h"
 #include "mw-marker.h"
 
 #define PSZ		4096UL
@@ -138,12 +138,7 @@ static struct {
 	pid_t helper;
 	struct mem mem[M_N];
 	char *bounce;			/* O_DIRECT source pattern check */
-	/* io_uring */
-	int ring;
-	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail,
-		     *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
+	struct mw_ring ring;		/* io_uring (mw-uring.h) */
 	bool have_uring;
 	_Atomic uint64_t clk;
 	/* the concurrent phase */
@@ -269,70 +264,6 @@ static int helper_write(int op, uint64_t addr, uint64_t len, uint64_t seq)
 	if (xread(g.hrep_r, &err, sizeof(err)))
 		mw_bail("helper reply", &g.seed);
 	return err;
-}
-
-/* ---- io_uring, by its system calls ------------------------------------- */
-
-static void setup_uring(void)
-{
-	struct io_uring_params p = { 0 };
-	size_t sqsz, cqsz;
-	char *sq, *cq;
-
-	g.ring = syscall(__NR_io_uring_setup, 4, &p);
-	if (g.ring < 0)
-		return;
-	sqsz = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
-	cqsz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (p.features & IORING_FEAT_SINGLE_MMAP)
-		sqsz = cqsz = sqsz > cqsz ? sqsz : cqsz;
-	sq = mmap(NULL, sqsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		  g.ring, IORING_OFF_SQ_RING);
-	cq = p.features & IORING_FEAT_SINGLE_MMAP ? sq :
-	     mmap(NULL, cqsz, PROT_READ | PROT_WRITE, MAP_SHARED |
-		  MAP_POPULATE, g.ring, IORING_OFF_CQ_RING);
-	g.sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, g.ring,
-		      IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || g.sqes == MAP_FAILED)
-		mw_bail("mmap io_uring", &g.seed);
-	g.sq_tail = (unsigned int *)(sq + p.sq_off.tail);
-	g.sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
-	g.sq_array = (unsigned int *)(sq + p.sq_off.array);
-	g.cq_head = (unsigned int *)(cq + p.cq_off.head);
-	g.cq_tail = (unsigned int *)(cq + p.cq_off.tail);
-	g.cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
-	g.cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-	g.have_uring = true;
-}
-
-/* One IORING_OP_READ, waited for; returns its result (bytes or -errno). */
-static long uring_read(int fd, void *buf, size_t len, off_t off)
-{
-	unsigned int tail = *g.sq_tail, idx = tail & *g.sq_mask, head;
-	struct io_uring_sqe *sqe = &g.sqes[idx];
-	long res;
-
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_READ;
-	sqe->fd = fd;
-	sqe->addr = (uintptr_t)buf;
-	sqe->len = len;
-	sqe->off = off;
-	g.sq_array[idx] = idx;
-	__atomic_store_n(g.sq_tail, tail + 1, __ATOMIC_RELEASE);
-	if (syscall(__NR_io_uring_enter, g.ring, 1, 1,
-		    IORING_ENTER_GETEVENTS, NULL, 0) != 1)
-		return -errno;
-	head = *g.cq_head;
-	while (head == __atomic_load_n(g.cq_tail, __ATOMIC_ACQUIRE))
-		if (syscall(__NR_io_uring_enter, g.ring, 0, 1,
-			    IORING_ENTER_GETEVENTS, NULL, 0) < 0 &&
-		    errno != EINTR)
-			return -errno;
-	res = g.cqes[head & *g.cq_mask].res;
-	__atomic_store_n(g.cq_head, head + 1, __ATOMIC_RELEASE);
-	return res;
 }
 
 /* ---- memory and tracking ----------------------------------------------- */
@@ -587,7 +518,7 @@ static int kwrite(enum mkind m, enum wkind w, uint32_t p0, uint32_t p1,
 		err = r == (long)len ? 0 : r < 0 ? errno : EIO;
 		break;
 	case W_URING:
-		r = uring_read(fd, dst, len, foff);
+		r = mw_uring_read(&g.ring, fd, dst, len, foff);
 		err = r == (long)len ? 0 : r < 0 ? -r : EIO;
 		break;
 	default:
@@ -1050,7 +981,7 @@ int main(int argc, char **argv)
 	if (g.pm < 0)
 		mw_bail("open pagemap", &g.seed);
 	setup_files();
-	setup_uring();
+	g.have_uring = mw_uring_setup(&g.ring, &g.seed) == 0;
 	setup_mem();
 	if (g.sparse) {
 		/*
