@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What a large untouched reservation costs write tracking, the case of
- * the PMD-level uffd-wp marker (doc/pmd-marker.md 11.3):
+ * the PMD-level uffd-wp marker (doc/pmd-marker.md):
  * Wine's VirtualAlloc(MEM_WRITE_WATCH) of a big view, armed at once and
  * hardly written.
  *

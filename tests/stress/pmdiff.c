@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmdiff: the differential of the PMD-level uffd-wp marker
- * (doc/pmd-marker.md section 11.2).  A marker must change no
+ * (doc/pmd-marker.md).  A marker must change no
  * answer: the same operation sequences on armed sparse anonymous ranges,
  * run once with the marker installed and once without, must read the
  * same, byte for byte.

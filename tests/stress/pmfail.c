@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmfail: every -ENOMEM path of the PMD-level uffd-wp marker's expansion
- * (doc/pmd-marker.md 5.5 and 7.3), run with the kernel's fault injection
+ * (the failure table of Documentation/mm/uffd-wp-pmd-marker.rst in the
+ * series), run with the kernel's fault injection
  * (CONFIG_FAIL_UFFD_WP_PMD_MARKER: /sys/kernel/debug/fail_uffd_wp_pmd_marker
  * with its task filter, so only this process's expansions fail).
  *
@@ -12,7 +13,7 @@
  * empty marker by un-protecting it whole).  Then, with the next expansion
  * of this process made to fail:
  *
- *   1. the operation on A answers as doc/pmd-marker.md 5.5 says (-ENOMEM,
+ *   1. the operation on A answers as that failure table says (-ENOMEM,
  *      or for a CPU fault a transparent retry), and the kernel's
  *      expand_failed counter moved by one, so the injection met the
  *      marker, not something else;
@@ -281,7 +282,7 @@ typedef int (*op_fn)(struct ctx *c, char *r, char *d);
 
 struct fcase {
 	const char *name;
-	const char *doc;		/* what doc/pmd-marker.md 5.5 says */
+	const char *doc;		/* what the design's failure table says */
 	op_fn op;
 	int want;			/* the failed call's answer */
 	enum mw_marker_counter site;	/* the counter the retry moves */

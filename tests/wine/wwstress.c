@@ -41,7 +41,7 @@
  * -icount, instructions).
  *
  * bigbench: one thread, a large untouched view (the case of the kernel's
- * pmd-level uffd-wp marker, doc/pmd-marker.md 11.3), of 1, 4 and 16 GiB
+ * pmd-level uffd-wp marker, doc/pmd-marker.md), of 1, 4 and 16 GiB
  * (those up to MAX_GIB, default 16).  Per round, on a fresh view:
  *   alloc       VirtualAlloc(MEM_RESERVE | MEM_COMMIT | MEM_WRITE_WATCH),
  *               where Wine registers and write-protects the whole view
