@@ -252,12 +252,7 @@ int dense_main(struct ctx *c, const char *argv0)
 		return c->dropped && lost && !c->walk_errors && !bad_data &&
 		       !bad_file ? 0 : 1;
 	}
-	printf("%s 1 no write lost (%" PRIu64 " lost of %" PRIu64 ")\n",
-	       lost ? "not ok" : "ok", lost, writes);
-	printf("%s 2 every PAGEMAP_SCAN answer well-formed\n",
-	       c->walk_errors ? "not ok" : "ok");
-	printf("%s 3 data intact (%" PRIu64 " bad slots)\n",
-	       bad_data ? "not ok" : "ok", bad_data);
+	print_common_points(c, lost, writes, bad_data);
 	printf("%s 4 shared files hold the data (%" PRIu64 " units differ)\n",
 	       bad_file ? "not ok" : "ok", bad_file);
 	if (lost || c->walk_errors || bad_data || bad_file || !writes) {

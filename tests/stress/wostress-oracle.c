@@ -900,3 +900,18 @@ void check_slots(struct ctx *c, uint32_t g, uint64_t *bad)
 		       kind_name[r->kind], idx, page, s, got, e->val);
 	}
 }
+
+/*
+ * TAP points 1-3 of the dense and the sparse modes: no write lost, every
+ * PAGEMAP_SCAN answer well-formed, the data intact.
+ */
+void print_common_points(const struct ctx *c, uint64_t lost, uint64_t writes,
+			 uint64_t bad_data)
+{
+	printf("%s 1 no write lost (%" PRIu64 " lost of %" PRIu64 ")\n",
+	       lost ? "not ok" : "ok", lost, writes);
+	printf("%s 2 every PAGEMAP_SCAN answer well-formed\n",
+	       c->walk_errors ? "not ok" : "ok");
+	printf("%s 3 data intact (%" PRIu64 " bad slots)\n",
+	       bad_data ? "not ok" : "ok", bad_data);
+}

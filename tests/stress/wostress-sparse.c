@@ -441,12 +441,7 @@ int sparse_main(struct ctx *c, const char *argv0)
 		 c->ops_done[OP_REMAP] && c->ops_done[OP_FORK];
 	failed = !!lost + !!c->walk_errors + !!bad_data + !!nt_bad + !pte_ok +
 		 !ops_ok + !writes;
-	printf("%s 1 no write lost (%" PRIu64 " lost of %" PRIu64 ")\n",
-	       lost ? "not ok" : "ok", lost, writes);
-	printf("%s 2 every PAGEMAP_SCAN answer well-formed\n",
-	       c->walk_errors ? "not ok" : "ok");
-	printf("%s 3 data intact (%" PRIu64 " bad slots)\n",
-	       bad_data ? "not ok" : "ok", bad_data);
+	print_common_points(c, lost, writes, bad_data);
 	printf("%s 4 nothing reported that nobody wrote, outside the windows of un-protect, DONTNEED and mremap (%" PRIu64 " pages)\n",
 	       nt_bad ? "not ok" : "ok", nt_bad);
 	printf("%s 5 no page-table leak: VmPTE back to %ld kB after munmap (%ld kB)\n",

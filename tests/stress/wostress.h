@@ -289,6 +289,8 @@ void count_false(struct ctx *c, const struct wlog *all,
 struct wlog *gather_writes(struct ctx *c, const struct writer *w,
 			   uint64_t *nwrites);
 void check_slots(struct ctx *c, uint32_t g, uint64_t *bad);
+void print_common_points(const struct ctx *c, uint64_t lost, uint64_t writes,
+			 uint64_t bad_data);
 int hot_main(struct ctx *c, const char *argv0);
 int sparse_main(struct ctx *c, const char *argv0);
 int dense_main(struct ctx *c, const char *argv0);
