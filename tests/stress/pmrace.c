@@ -5,9 +5,8 @@
  * so they run at once; arming may put a PMD-level uffd-wp marker into the
  * empty pmd the copy has just read.  With pte markers the copy always
  * succeeds (a uffd-wp pte marker counts as an empty pte for UFFDIO_COPY);
- * it must with the pmd marker too.  The marker's first version decided on
- * the pmd it read before its own pte allocation and failed such a copy
- * with -EEXIST, about once in a hundred rounds in a 2-vCPU TCG guest.
+ * it must with the pmd marker too: a copy that decided on the pmd it read
+ * before its own pte allocation would fail with -EEXIST.
  *
  * Each round maps a fresh 2 MiB-aligned, never-touched region, registers
  * it MISSING|WP on a userfaultfd with WP_UNPOPULATED and WP_ASYNC, starts
