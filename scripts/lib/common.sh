@@ -163,7 +163,7 @@ tally_p=0 tally_f=0
 # shellcheck disable=SC2034
 tap_tally() {
 	local label=$1 log=$2 rc=$3 least=${4:-0} plan=0 p f
-	# A "# SKIP" point fails, as in the guest (tests/guest/run-suites, by
+	# A "# SKIP" point fails, as in the guest (tests/harness/run-suites, by
 	# the same pattern): an expected skip is written as a passing check of
 	# what is expected.
 	p=$(grep '^ok ' "$log" | grep -cvi '#[[:space:]]*skip')

@@ -6,7 +6,7 @@
  *   TAP           tap_plan(), tap_ok(), tap_diag(), CHECK_EQ(), tap_done():
  *                 kselftest-style "ok N description" / "not ok N
  *                 description" lines, "# " diagnostics, "Bail out!" by
- *                 mw_bail().  The guest runner (tests/guest/run-suites) and
+ *                 mw_bail().  The guest runner (tests/harness/run-suites) and
  *                 the host's tap_tally (scripts/lib/common.sh) count these.
  *   guest check   mw_in_guest(), tap_guest_only(): the kernel command line
  *                 carries memwatch.guest=1, the marker of the QEMU guests
