@@ -191,7 +191,7 @@ conformance: deps tree
 	@scripts/build-kernel --debug
 	@scripts/prepare-upstream
 	@scripts/mkinitramfs
-	@scripts/conformance --debug --seeds $(SEEDS) --steps $(STEPS)
+	@tests/conformance/run --debug --seeds $(SEEDS) --steps $(STEPS)
 
 ## soak        the write oracle for DURATION seconds (default 1800), its
 ##             sparse-range mode for SPARSE_DURATION (default 300, 2 x 2 GiB

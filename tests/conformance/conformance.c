@@ -11,7 +11,7 @@
  * every answer of a battery of PAGEMAP_SCAN queries and the /proc/self/pagemap
  * bits 55, 57, 61, 62, 63 of every page.  Addresses are printed relative to
  * the mapping ("m2+0x3000"), so the output of one seed is the same on every
- * kernel that answers the same; scripts/conformance runs the same seeds on
+ * kernel that answers the same; tests/conformance/run runs the same seeds on
  * our kernel and on upstream 6.12 and diffs the outputs.
  *
  * Output lines start with the step number and the mapping ("7 m2 is:present
