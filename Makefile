@@ -59,7 +59,7 @@ check: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
-	@scripts/build-criu
+	@tests/criu/build
 	@scripts/build-wine
 	@tests/bdwgc/build
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
@@ -114,7 +114,7 @@ upstream-patches: deps
 	@scripts/mkinitramfs >&2
 	@scripts/upstream-patches
 
-## clients     real upstream clients in the guest: CRIU 4.2 (scripts/build-criu)
+## clients     real upstream clients in the guest: CRIU 4.2 (tests/criu/build)
 ##             checkpoints and restores zdtm programs on the release kernel
 ##             through PAGEMAP_SCAN and through the pagemap read, same pages
 ##             dumped; its feature check must fail cleanly on Debian's 6.1;
@@ -126,10 +126,10 @@ clients: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
-	@scripts/build-criu
+	@tests/criu/build
 	@scripts/build-wine
 	@scripts/mkinitramfs
-	@scripts/clients --release
+	@tests/criu/run --release
 	@scripts/wine
 
 ## wine        Wine 11.0 (wine-tkg, ../shared/clients/; WINE_TARBALL=

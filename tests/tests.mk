@@ -9,7 +9,7 @@
 #   make bench-programs  the benchmarks (bench/*.c) into build/bench/
 #   make -f tests/tests.mk one T_OUT=FILE T_SRC=FILE.c T_FLAGS="..."
 #                        one program by the same rule (test_cc:
-#                        conformance, check-deb, build-criu,
+#                        conformance, check-deb, tests/criu/build,
 #                        tests/bdwgc/build)
 #   make -f tests/tests.mk one T_OUT=FILE T_KS_TREE=TREE T_KS=NAME.c T_FLAGS=...
 #                        one selftest of a kernel tree by the selftests'

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the scripts that build one memwatch test program of their own
-# (tests/conformance/run, scripts/check-deb, scripts/build-criu,
+# (tests/conformance/run, scripts/check-deb, tests/criu/build,
 # tests/bdwgc/build): the one rule of tests/tests.mk, through make.
 #   test_cc OUT SRC [GCC-ARG...]
 # Compiles SRC into OUT with the flags every test program gets -- C11,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * criu-stats FILE: print CRIU's dump statistics image (stats-dump) as
- * "name value" lines, for tests/guest/run-criu (the guest has no crit).
+ * "name value" lines, for tests/criu/guest (the guest has no crit).
  *
  * The file: two little-endian u32 magics (service image, stats), a u32
  * payload length, then a protobuf "stats_entry" whose field 1 is the
