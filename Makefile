@@ -60,7 +60,7 @@ check: deps tree
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
 	@tests/criu/build
-	@scripts/build-wine
+	@tests/wine/build
 	@tests/bdwgc/build
 	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
 	@scripts/mkinitramfs
@@ -120,33 +120,33 @@ upstream-patches: deps
 ##             dumped; its feature check must fail cleanly on Debian's 6.1;
 ##             the same criu on upstream 6.12 gives the yardstick numbers
 ##             (CRIU_TESTS="mem-touch maps007 ..." limits the programs);
-##             then Wine 11.0 (scripts/wine, as make wine but without the
+##             then Wine 11.0 (tests/wine/run, as make wine but without the
 ##             figures)
 clients: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
 	@tests/criu/build
-	@scripts/build-wine
+	@tests/wine/build
 	@scripts/mkinitramfs
 	@tests/criu/run --release
-	@scripts/wine
+	@tests/wine/run
 
 ## wine        Wine 11.0 (wine-tkg, ../shared/clients/; WINE_TARBALL=
 ##             overrides) built minimal against the series' headers
-##             (scripts/build-wine: build/wine/root.img, cached), then on
+##             (tests/wine/build: build/wine/root.img, cached), then on
 ##             our release kernel, upstream 6.12 and Debian's 6.1: Wine's
 ##             own kernel32:virtual and ntdll:virtual, proof that the
 ##             kernel path was taken (or, on 6.1, not), tests/wine's
 ##             GetWriteWatch write oracle, and its figures under -icount
-##             side by side (scripts/wine --figures; TAP)
+##             side by side (tests/wine/run --figures; TAP)
 wine: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
-	@scripts/build-wine
+	@tests/wine/build
 	@scripts/mkinitramfs
-	@scripts/wine --figures
+	@tests/wine/run --figures
 
 ## bdwgc       the Boehm GC (../shared/clients/bdwgc-9d83c00b.tar.xz, with
 ##             tests/bdwgc/patches/: its userfaultfd + PAGEMAP_SCAN dirty-bit
@@ -164,7 +164,7 @@ bdwgc: deps tree
 	@scripts/build-kernel
 	@scripts/prepare-pristine
 	@scripts/prepare-upstream
-	@scripts/build-wine
+	@tests/wine/build
 	@scripts/mkinitramfs
 	@tests/bdwgc/build
 	@tests/bdwgc/run

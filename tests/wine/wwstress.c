@@ -2,7 +2,7 @@
 /*
  * wwstress: GetWriteWatch as a Windows program sees it, judged by a log of
  * what was written.  Built with mingw-w64, run under the Wine of
- * scripts/build-wine in the guest (tests/guest/run-wine).
+ * tests/wine/build in the guest (tests/wine/guest).
  *
  *   wwstress.exe stress [SECONDS] [WRITERS]
  *   wwstress.exe bench  [ROUNDS]

@@ -2,10 +2,10 @@
 """Print the configure arguments (enable_X=no) that leave out every Wine
 module the guest's Wine does not need.
 
-  wine-disable.py SRC ROOTS
+  disable-modules.py SRC ROOTS
 
 SRC: an unpacked Wine source.  ROOTS: a file naming, one per line (# starts
-a comment), the module directories to keep (scripts/build-wine: tests/wine/
+a comment), the module directories to keep (tests/wine/build: tests/wine/
 modules).  Kept as well: everything they import or delay-import
 (IMPORTS / DELAYIMPORTS / PARENTSRC of their Makefile.in, transitively,
 static libraries such as libs/uuid included),
@@ -43,7 +43,7 @@ def module_dir(name):
 
 for r in roots:
     if not os.path.isdir(os.path.join(src, r)):
-        sys.exit('wine-disable.py: %s: no such directory in %s' % (r, src))
+        sys.exit('disable-modules.py: %s: no such directory in %s' % (r, src))
 keep, stack = set(), list(roots)
 while stack:
     d = stack.pop()
