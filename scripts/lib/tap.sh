@@ -2,7 +2,8 @@
 # What the host scripts and the guest's runners both use: POSIX sh (and
 # `local`), so that busybox's ash runs it in the guest.  On the host
 # scripts/lib/common.sh sources it; scripts/mkinitramfs puts it at
-# /lib/memwatch/tap.sh in the guest, where tests/guest/'s runners source it.
+# /lib/memwatch/tap.sh in the guest, where the guest runners
+# (tests/harness/, tests/*/guest) source it.
 #
 #   point STATUS TEXT    one TAP point: "ok N TEXT" when STATUS is 0 (an
 #                        exit status: `point $? ...`, `point "$([ ... ];
