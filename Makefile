@@ -204,7 +204,8 @@ conformance: deps tree
 ##             writes and 5x the calls per second under TCG (SEED=N replays
 ##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
 ##             DIFF_SEED=N for the differential; SOAK_STEPS: a subset of
-##             "wostress sparse kwrites pmfuzz pmdiff", to go on after one;
+##             "wostress sparse kwrites pmfuzz markerdiff", to go on after
+##             one;
 ##             scripts/soak)
 soak: deps tree
 	@scripts/soak

@@ -90,18 +90,19 @@ T_PROGRAMS += $(T_BIN)/$(1)
 endef
 
 # The write oracle (its main, shared oracle and three modes), the
-# whole-address-space scan, the kernel's own writes into tracked memory, the
-# PMD marker's differential, its failure injection and its race with
-# UFFDIO_COPY (tests/stress/), the interface fuzzer (tests/pmfuzz/), also as a
+# whole-address-space scan, the kernel's own writes into tracked memory
+# (tests/stress/), the PMD marker's differential, its failure injection and
+# its race with UFFDIO_COPY (tests/pmd-marker/), the interface fuzzer
+# (tests/pmfuzz/), also as a
 # 32-bit program (the compat entry of the ioctls), the fixed-layout runner
 # of upstream's uffd-unit-tests (tests/harness/).
 T_WOSTRESS := wostress wostress-oracle wostress-dense wostress-hot wostress-sparse
 $(eval $(call t_prog,wostress,$(T_WOSTRESS:%=tests/stress/%.c),-lpthread))
 $(eval $(call t_prog,scanspan,tests/stress/scanspan.c,))
 $(eval $(call t_prog,kwrites,tests/stress/kwrites.c,-lpthread))
-$(eval $(call t_prog,pmdiff,tests/stress/pmdiff.c,-lpthread))
-$(eval $(call t_prog,pmfail,tests/stress/pmfail.c,))
-$(eval $(call t_prog,pmrace,tests/stress/pmrace.c,-lpthread))
+$(eval $(call t_prog,markerdiff,tests/pmd-marker/markerdiff.c,-lpthread))
+$(eval $(call t_prog,markerfail,tests/pmd-marker/markerfail.c,))
+$(eval $(call t_prog,markerrace,tests/pmd-marker/markerrace.c,-lpthread))
 $(eval $(call t_prog,pmfuzz,tests/pmfuzz/pmfuzz.c,-lpthread))
 $(eval $(call t_prog,pmfuzz-m32,tests/pmfuzz/pmfuzz.c,-m32 -Wno-psabi -lpthread))
 $(eval $(call t_prog,brkexec,tests/harness/brkexec.c,))

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmrace: UFFDIO_COPY into untouched memory while another thread arms the
+ * markerrace: UFFDIO_COPY into untouched memory while another thread arms the
  * same 2 MiB with UFFDIO_WRITEPROTECT.  Both hold mmap_lock for reading,
  * so they run at once; arming may put a PMD-level uffd-wp marker into the
  * empty pmd the copy has just read.  With pte markers the copy always
@@ -18,7 +18,7 @@
  *      markers installed and expanded by UFFDIO_COPY in this run, so the
  *      test did not pass on a kernel that never took the marker path.
  *
- *   pmrace [--rounds N]     (default 3000)
+ *   markerrace [--rounds N]     (default 3000)
  *
  * Runs only in the memwatch guest (it reads debugfs).
  */
@@ -106,12 +106,12 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = atol(argv[++i]);
 		else {
-			fprintf(stderr, "usage: pmrace [--rounds N]\n");
+			fprintf(stderr, "usage: markerrace [--rounds N]\n");
 			return 2;
 		}
 	}
 	if (rounds < 1) {
-		fprintf(stderr, "pmrace: --rounds must be at least 1\n");
+		fprintf(stderr, "markerrace: --rounds must be at least 1\n");
 		return 2;
 	}
 	tap_guest_only();

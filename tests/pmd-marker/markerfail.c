@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmfail: every -ENOMEM path of the PMD-level uffd-wp marker's expansion
+ * markerfail: every -ENOMEM path of the PMD-level uffd-wp marker's expansion
  * (the failure table of Documentation/mm/uffd-wp-pmd-marker.rst in the
  * series), run with the kernel's fault injection
  * (CONFIG_FAIL_UFFD_WP_PMD_MARKER: /sys/kernel/debug/fail_uffd_wp_pmd_marker
@@ -29,7 +29,7 @@
  * whatever the kernel answers for B after a clean run is what A must
  * answer after a failed and repeated one.
  *
- *   pmfail [--case NAME] [--list]
+ *   markerfail [--case NAME] [--list]
  *
  * Runs only in the memwatch guest (it writes debugfs); a kernel without
  * the marker or without its fault injection fails (not a skip: make check

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmdiff: the differential of the PMD-level uffd-wp marker
+ * markerdiff: the differential of the PMD-level uffd-wp marker
  * (doc/pmd-marker.md).  A marker must change no
  * answer: the same operation sequences on armed sparse anonymous ranges,
  * run once with the marker installed and once without, must read the
@@ -37,7 +37,7 @@
  * the point of the marker): it is recorded after each operation, and with
  * the marker on it must be at most what it is with it off.
  *
- *   pmdiff [--seed N] [--sequences N] [--seconds S] [--ops N] [--seq K]
+ *   markerdiff [--seed N] [--sequences N] [--seconds S] [--ops N] [--seq K]
  *          [--compare] [--no-knob] [--self-test] [--trace] [--thp-never]
  *          [--hang-seconds S] [--quiet]
  *
@@ -304,7 +304,7 @@ static int resolve(struct sq *s, int fd, const struct uffd_msg *m, int *err)
 		*err = errno;
 		ioctl(fd, UFFDIO_WAKE, &w);
 	}
-	if (getenv("PMDIFF_DEBUG"))
+	if (getenv("MARKERDIFF_DEBUG"))
 		fprintf(stderr, "svc: fault %#llx flags %#llx -> %d e%d\n",
 			(unsigned long long)m->arg.pagefault.address,
 			(unsigned long long)m->arg.pagefault.flags, r, *err);
@@ -740,7 +740,7 @@ static void op_touch(struct sq *s)
 		char v = (char)(s->opno * 7 + i + 1), got = 0;
 		int sig;
 
-		if (getenv("PMDIFF_DEBUG"))
+		if (getenv("MARKERDIFF_DEBUG"))
 			fprintf(stderr, "touch %p %d\n", (void *)p, w);
 		sig = mw_touch(p, w, v, &got);
 
@@ -1508,7 +1508,7 @@ static uint64_t seq_seed(uint64_t seed, uint64_t k)
 
 static void trace_path(char *buf, size_t len, uint64_t k, int pass)
 {
-	snprintf(buf, len, "/tmp/pmdiff-%" PRIu64 "-%d.trace", k, pass);
+	snprintf(buf, len, "/tmp/markerdiff-%" PRIu64 "-%d.trace", k, pass);
 }
 
 /* The last lines of a trace: where a hung sequence was. */
@@ -1903,14 +1903,14 @@ int main(int argc, char **argv)
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* PMDIFF_KNOB: another directory (a developer's test of the driver) */
+	/* MARKERDIFF_KNOB: another directory (a developer's test of the driver) */
 	snprintf(d->knob_enabled, sizeof(d->knob_enabled), "%s/enabled",
-		 getenv("PMDIFF_KNOB") ? getenv("PMDIFF_KNOB") : KNOB);
+		 getenv("MARKERDIFF_KNOB") ? getenv("MARKERDIFF_KNOB") : KNOB);
 	snprintf(d->knob_stats, sizeof(d->knob_stats), "%s/stats",
-		 getenv("PMDIFF_KNOB") ? getenv("PMDIFF_KNOB") : KNOB);
+		 getenv("MARKERDIFF_KNOB") ? getenv("MARKERDIFF_KNOB") : KNOB);
 	d->knob = !d->o.no_knob && !access(d->knob_enabled, W_OK);
 	printf("TAP version 13\n");
-	printf("# pmdiff seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --ops %"
+	printf("# markerdiff seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --ops %"
 	       PRIu64, d->o.seed, argv[0], d->o.seed, d->o.ops);
 	if (seq_given)
 		printf(" --seq %" PRIu64, d->o.first);
