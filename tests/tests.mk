@@ -106,10 +106,10 @@ $(eval $(call t_prog,markerrace,tests/pmd-marker/markerrace.c,-lpthread))
 $(eval $(call t_prog,pmfuzz,tests/pmfuzz/pmfuzz.c,-lpthread))
 $(eval $(call t_prog,pmfuzz-m32,tests/pmfuzz/pmfuzz.c,-m32 -Wno-psabi -lpthread))
 $(eval $(call t_prog,brkexec,tests/harness/brkexec.c,))
-# libmemwatch's tests (tests/lib/), each also with ASan+UBSan.
-T_LIB_TESTS := $(basename $(notdir $(wildcard $(T_TOP)/tests/lib/*.c)))
-$(foreach t,$(T_LIB_TESTS),$(eval $(call t_prog,$(t),tests/lib/$(t).c,$(T_LIB))))
-$(foreach t,$(T_LIB_TESTS),$(eval $(call t_asan,asan-$(t),tests/lib/$(t).c,$(T_LIB_SAN))))
+# libmemwatch's tests (tests/libmemwatch/), each also with ASan+UBSan.
+T_LIB_TESTS := $(basename $(notdir $(wildcard $(T_TOP)/tests/libmemwatch/*.c)))
+$(foreach t,$(T_LIB_TESTS),$(eval $(call t_prog,$(t),tests/libmemwatch/$(t).c,$(T_LIB))))
+$(foreach t,$(T_LIB_TESTS),$(eval $(call t_asan,asan-$(t),tests/libmemwatch/$(t).c,$(T_LIB_SAN))))
 # The CLI under test, its tests (tests/cli/) and make demo's program.
 $(eval $(call t_prog,memwatch,tools/memwatch.c,$(T_LIB)))
 $(eval $(call t_prog,cli-layout,tests/cli/layout.c,))
