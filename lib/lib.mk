@@ -6,7 +6,7 @@
 #   make lib-tests   the test programs (make tests: scripts/build-tests
 #                    builds all of them, the library's too), the installed
 #                    header on stock headers, the exported symbols
-#   make lib-bench   bench/ww_outputs (the three outputs of a get) in a
+#   make lib-bench   bench/ww_output_cost (the three outputs of a get) in a
 #                    release-kernel guest under -icount; LIB_BENCH_ARGS
 #                    "PAGES ROUNDS BACKEND", LIB_BENCH_KBUILD for another
 #                    kernel build directory (e.g. build/kernel-upstream)
@@ -115,20 +115,20 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 lib-tests: tests lib-check-header lib-check-symbols
 
 # libmemwatch's outputs measured side by side (lib/README.md).
-MW_BENCH := $(MW_OUT)/bench/ww_outputs
+MW_BENCH := $(MW_OUT)/bench/ww_output_cost
 LIB_BENCH_ARGS ?=
 LIB_BENCH_KBUILD ?=
-$(MW_BENCH): $(MW_ROOT)/bench/ww_outputs.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h \
+$(MW_BENCH): $(MW_ROOT)/bench/ww_output_cost.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h \
 		$(MW_ROOT)/bench/bench.h $(MW_ROOT)/tests/include/mw-test.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) -O2 -static -I$(MW_SRCDIR)/include -I$(MW_ROOT)/tests/include \
 		-o $@ $< $(MW_A) -lpthread
-## lib-bench   bench/ww_outputs (the three outputs of a get) in a release
+## lib-bench   bench/ww_output_cost (the three outputs of a get) in a release
 ##             guest under -icount (LIB_BENCH_ARGS, LIB_BENCH_KBUILD)
 lib-bench: $(MW_BENCH)
 	$(if $(LIB_BENCH_KBUILD),MEMWATCH_KBUILD=$(abspath $(LIB_BENCH_KBUILD)),) \
 		$(MW_ROOT)/scripts/vm-run --release --icount --timeout 3600 \
-		--add $(MW_BENCH) -- ./ww_outputs $(LIB_BENCH_ARGS)
+		--add $(MW_BENCH) -- ./ww_output_cost $(LIB_BENCH_ARGS)
 
 # The installed header must build on stock headers with -pedantic.
 lib-check-header: $(MW_LIBOUT)/header-check.o

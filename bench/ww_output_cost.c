@@ -2,7 +2,7 @@
 /*
  * libmemwatch's three outputs of one get+reset, side by side:
  *
- *   ww_outputs [PAGES [ROUNDS [BACKEND]]]     (32768, 21, uffd)
+ *   ww_output_cost [PAGES [ROUNDS [BACKEND]]]     (32768, 21, uffd)
  *
  * An address array (memwatch_get), runs (memwatch_get_regions) and a
  * bitmap (memwatch_get_bitmap) of a watched anonymous range of PAGES 4 KiB
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	b.pages = argc > 1 ? atol(argv[1]) : 32768;
 	if (b.pages <= 0 || rounds <= 0 ||
 	    (argc > 3 && memwatch_backend_from_name(argv[3], &be))) {
-		fprintf(stderr, "usage: ww_outputs [PAGES [ROUNDS [BACKEND]]]\n");
+		fprintf(stderr, "usage: ww_output_cost [PAGES [ROUNDS [BACKEND]]]\n");
 		return 2;
 	}
 	tap_guest_only();

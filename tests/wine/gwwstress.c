@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * wwstress: GetWriteWatch as a Windows program sees it, judged by a log of
+ * gwwstress: GetWriteWatch as a Windows program sees it, judged by a log of
  * what was written.  Built with mingw-w64, run under the Wine of
  * tests/wine/build in the guest (tests/wine/guest).
  *
- *   wwstress.exe stress [SECONDS] [WRITERS]
- *   wwstress.exe bench  [ROUNDS]
- *   wwstress.exe bigbench [ROUNDS] [MAX_GIB]
+ *   gwwstress.exe stress [SECONDS] [WRITERS]
+ *   gwwstress.exe bench  [ROUNDS]
+ *   gwwstress.exe bigbench [ROUNDS] [MAX_GIB]
  *
  * stress: a VirtualAlloc(MEM_WRITE_WATCH) region of 64 MiB (16384 pages).
  * Page p belongs to one writer: WRITERS threads store to their pages from
@@ -345,7 +345,7 @@ static int stress(unsigned seconds, unsigned writers)
 	tap(v.lost == 0, "lost writes: %lu", v.lost);
 	tap(v.spurious == 0, "pages reported that were never written since the last reset: %lu",
 	    v.spurious);
-	printf("WWSTRESS harvests=%lu short=%lu reported=%lu cpu_writes=%lld kernel_writes=%lld lost=%lu spurious=%lu\n",
+	printf("GWWSTRESS harvests=%lu short=%lu reported=%lu cpu_writes=%lld kernel_writes=%lld lost=%lu spurious=%lu\n",
 	       v.harvests, v.short_harvests, v.reported, (long long)c->cpu_writes,
 	       (long long)c->kernel_writes, v.lost, v.spurious);
 	return tap_failed;
@@ -600,6 +600,6 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "bigbench"))
 		return bigbench(argc > 2 ? (unsigned)atoi(argv[2]) : 5,
 				argc > 3 ? (unsigned)atoi(argv[3]) : 16);
-	fprintf(stderr, "usage: wwstress.exe stress [SECONDS] [WRITERS] | bench [ROUNDS] | bigbench [ROUNDS] [MAX_GIB]\n");
+	fprintf(stderr, "usage: gwwstress.exe stress [SECONDS] [WRITERS] | bench [ROUNDS] | bigbench [ROUNDS] [MAX_GIB]\n");
 	return 2;
 }
