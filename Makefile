@@ -2,7 +2,7 @@
 # The logic lives in scripts/; this file only wires the steps together.
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
-.PHONY: all deps tree kernel headers patches initramfs tests check demo bench clean distclean help \
+.PHONY: all deps tree kernel headers export-patches patches initramfs tests check demo bench clean distclean help \
 	conformance soak deb check-configs check-series clients wine bdwgc bdwgc-figures upstream-patches
 
 TOP := $(CURDIR)
@@ -31,8 +31,9 @@ tree: deps
 kernel headers: tree
 	@scripts/build-kernel $(KFLAVOUR)
 
-## patches     regenerate kernel/patches/ from the commits in build/linux
-patches:
+## export-patches  regenerate kernel/patches/ from the commits in build/linux
+##             (patches: its old name, still accepted)
+export-patches patches:
 	@scripts/export-patches
 
 ## initramfs   build the guest's busybox initramfs
@@ -62,7 +63,7 @@ check: deps tree
 	@tests/criu/build
 	@tests/wine/build
 	@tests/bdwgc/build
-	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-tests)
+	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-test-programs)
 	@scripts/mkinitramfs
 	@scripts/check
 

@@ -3,9 +3,10 @@
 #   make lib         build/lib/libmemwatch.{a,so.1} and build/tools/memwatch
 #   make lib-archives  the static archives the test programs link:
 #                    libmemwatch.a and libmemwatch-san.a (ASan+UBSan)
-#   make lib-tests   the test programs (make tests: scripts/build-tests
-#                    builds all of them, the library's too), the installed
-#                    header on stock headers, the exported symbols
+#   make lib-test-programs  builds the test programs (make tests:
+#                    scripts/build-tests builds all of them, the library's
+#                    too) and checks the installed header on stock headers
+#                    and the exported symbols; lib-tests: its old name
 #   make lib-bench   bench/ww_output_cost (the three outputs of a get) in a
 #                    release-kernel guest under -icount; LIB_BENCH_ARGS
 #                    "PAGES ROUNDS BACKEND", LIB_BENCH_KBUILD for another
@@ -49,7 +50,7 @@ MW_PC := $(MW_LIBOUT)/memwatch.pc
 MW_CLI := $(MW_OUT)/tools/memwatch
 MW_MANS := $(wildcard $(MW_SRCDIR)/man/*.1 $(MW_SRCDIR)/man/*.3 $(MW_SRCDIR)/man/*.7)
 
-.PHONY: lib lib-archives lib-tests lib-clean install lib-install \
+.PHONY: lib lib-archives lib-test-programs lib-tests lib-clean install lib-install \
 	lib-check-header lib-check-symbols lib-bench
 
 ## lib         libmemwatch (build/lib/libmemwatch.{a,so.1}, memwatch.pc) and
@@ -86,7 +87,7 @@ $(MW_A_SAN): $(MW_OBJ_SAN)
 	objcopy --localize-hidden $(@:.a=.o)
 	ar rcs $@ $(@:.a=.o)
 
-# Fails if either library defines a global symbol outside the API.
+## lib-check-symbols  fails if either library exports a symbol outside the API
 lib-check-symbols: $(MW_A) $(MW_SO)
 	@bad=$$( { nm -g --defined-only $(MW_A); nm -D --defined-only $(MW_SO); } | \
 		awk 'NF == 3 && $$3 !~ /^memwatch_/ && $$3 !~ /^MEMWATCH_/ { print $$3 }'); \
@@ -109,10 +110,11 @@ $(MW_CLI): $(MW_ROOT)/tools/memwatch.c $(MW_A) $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
 	$(MW_CC) $(MW_WARN) $(MW_CFLAGS) -I$(MW_SRCDIR)/include -o $@ $< $(MW_A) -lpthread
 
-## lib-tests   builds the test programs (make tests) and checks the installed
-##             header on stock headers and the exported symbols; the tests
-##             run in make check
-lib-tests: tests lib-check-header lib-check-symbols
+## lib-test-programs  builds the test programs (make tests) and checks the
+##             installed header on stock headers and the exported symbols
+##             (lib-check-header, lib-check-symbols); the tests run in make
+##             check (lib-tests: its old name, still accepted)
+lib-test-programs lib-tests: tests lib-check-header lib-check-symbols
 
 # libmemwatch's outputs measured side by side (lib/README.md).
 MW_BENCH := $(MW_OUT)/bench/ww_output_cost
@@ -130,7 +132,7 @@ lib-bench: $(MW_BENCH)
 		$(MW_ROOT)/scripts/vm-run --release --icount --timeout 3600 \
 		--add $(MW_BENCH) -- ./ww_output_cost $(LIB_BENCH_ARGS)
 
-# The installed header must build on stock headers with -pedantic.
+## lib-check-header  memwatch.h builds on stock headers with -pedantic
 lib-check-header: $(MW_LIBOUT)/header-check.o
 $(MW_LIBOUT)/header-check.o: $(MW_SRCDIR)/include/memwatch.h
 	@mkdir -p $(@D)
@@ -139,7 +141,7 @@ $(MW_LIBOUT)/header-check.o: $(MW_SRCDIR)/include/memwatch.h
 		-I$(MW_SRCDIR)/include -x c -c -o $@ -
 
 ## install     libmemwatch, memwatch.h, memwatch.pc, the CLI and the man pages
-##             (PREFIX, default /usr/local; DESTDIR)
+##             (PREFIX, default /usr/local; DESTDIR; lib-install: the same)
 install: lib-install
 lib-install: lib
 	install -d $(DESTDIR)$(MW_INCDIR) $(DESTDIR)$(MW_LIBDIR) \
@@ -159,5 +161,6 @@ lib-install: lib
 		s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MW_MANDIR)/man$$s/; \
 	done
 
+## lib-clean   removes build/lib and build/tools (make clean does too)
 lib-clean:
 	rm -rf $(MW_LIBOUT) $(MW_OUT)/tools
