@@ -7,10 +7,18 @@
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
-ifeq ($(DEBUG),1)
-KFLAVOUR := --debug
-else
-KFLAVOUR :=
+# KERNEL=debug|release: the kernel make kernel builds (default release)
+# and make soak runs on (default debug).  The old spellings, DEBUG=1 and
+# SOAK_KERNEL=, fail with a message rather than being ignored.
+KERNEL ?=
+ifneq ($(filter-out debug release,$(KERNEL)),)
+$(error KERNEL=$(KERNEL): debug or release)
+endif
+ifeq ($(origin DEBUG),command line)
+$(error DEBUG=$(DEBUG) is gone: KERNEL=debug (make kernel KERNEL=debug))
+endif
+ifneq ($(SOAK_KERNEL),)
+$(error SOAK_KERNEL=$(SOAK_KERNEL) is gone: KERNEL=$(SOAK_KERNEL) (make soak KERNEL=$(SOAK_KERNEL)))
 endif
 
 all: kernel
@@ -26,10 +34,10 @@ deps:
 tree: deps
 	@scripts/prepare-tree
 
-## kernel      build the release test kernel and its packages (DEBUG=1: the
-##             debug kernel) + headers
+## kernel      build the release test kernel and its packages (KERNEL=debug:
+##             the debug kernel) + headers
 kernel headers: tree
-	@scripts/build-kernel $(KFLAVOUR)
+	@scripts/build-kernel $(if $(filter debug,$(KERNEL)),--debug)
 
 ## export-patches  regenerate kernel/patches/ from the commits in build/linux
 ##             (patches: its old name, still accepted)
@@ -201,7 +209,7 @@ conformance: deps tree
 ##             all kinds of kernel writes), the interface fuzzer (DURATION,
 ##             or FUZZ_CALLS calls), then the PMD marker's differential
 ##             (DIFF_DURATION, default DURATION), on the debug kernel;
-##             SOAK_KERNEL=release: on the release kernel, about 15x the
+##             KERNEL=release: on the release kernel, about 15x the
 ##             writes and 5x the calls per second under TCG (SEED=N replays
 ##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
 ##             DIFF_SEED=N for the differential; SOAK_STEPS: a subset of
@@ -209,7 +217,7 @@ conformance: deps tree
 ##             one;
 ##             scripts/soak)
 soak: deps tree
-	@scripts/soak
+	@scripts/soak --$(or $(KERNEL),debug)
 
 ## demo        boot the release kernel and show exact write tracking at work
 demo: deps tree lib
