@@ -253,6 +253,6 @@ bench: deps tree
 clean: $(if $(wildcard lib/lib.mk),lib-clean)
 	rm -rf $(BUILD)/tests $(BUILD)/demo $(BUILD)/initramfs $(BUILD)/vm
 
-## distclean   remove build/ entirely (the kernel tree too: commit and `make patches` first)
+## distclean   remove build/ entirely (the kernel tree too: commit and `make export-patches` first)
 distclean:
 	rm -rf $(BUILD)
