@@ -3,7 +3,11 @@
 #   make check   build the debug kernel and every test, run them all in QEMU
 #   make demo    build and boot the release kernel, show what it can do
 .PHONY: all deps tree kernel headers export-patches patches initramfs tests check demo bench clean distclean help \
-	conformance soak deb check-configs check-series clients wine bdwgc bdwgc-figures upstream-patches
+	conformance soak deb check-configs check-series clients wine bdwgc bdwgc-figures upstream-patches \
+	kernel-debug kernel-release pristine-kernel upstream-kernel criu-build wine-build bdwgc-build
+# The steps run one after another, in the order of the prerequisites:
+# both kernel builds install the uapi headers into build/headers.
+.NOTPARALLEL:
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -36,8 +40,35 @@ tree: deps
 
 ## kernel      build the release test kernel and its packages (KERNEL=debug:
 ##             the debug kernel) + headers
-kernel headers: tree
-	@scripts/build-kernel $(if $(filter debug,$(KERNEL)),--debug)
+kernel headers: kernel-$(or $(KERNEL),release)
+
+# The build steps the test targets are made of.  Each script is
+# incremental (nothing to do when its output is current; the kernels,
+# Wine's and bdwgc's builds come from ~/.cache/memwatch when their inputs
+# were built before), so a step is a phony target run every time.
+## kernel-debug  the debug kernel (KASAN, lockdep), build/kernel/debug
+kernel-debug: tree
+	@scripts/build-kernel --debug
+## kernel-release  the release kernel and its packages, build/kernel/release
+kernel-release: tree
+	@scripts/build-kernel
+## pristine-kernel  Debian's unpatched 6.1 from its binary package
+##             (scripts/prepare-pristine), build/kernel-pristine
+pristine-kernel: deps
+	@scripts/prepare-pristine
+## upstream-kernel  Debian's 6.12 from its binary package
+##             (scripts/prepare-upstream), build/kernel-upstream
+upstream-kernel: deps
+	@scripts/prepare-upstream
+## criu-build  CRIU 4.2 and its zdtm programs (tests/criu/build)
+criu-build: kernel-release
+	@tests/criu/build
+## wine-build  Wine 11.0's image (tests/wine/build)
+wine-build: kernel-release
+	@tests/wine/build
+## bdwgc-build  bdwgc and its programs (tests/bdwgc/build)
+bdwgc-build: kernel-release
+	@tests/bdwgc/build
 
 ## export-patches  regenerate kernel/patches/ from the commits in build/linux
 ##             (patches: its old name, still accepted)
@@ -53,7 +84,7 @@ initramfs:
 include tests/tests.mk
 
 ## tests       build every guest test program into build/tests/bin
-tests:
+tests: kernel-debug
 	@scripts/build-tests debug
 
 ## check       the test command (scripts/check): the harness self-test, the
@@ -63,16 +94,8 @@ tests:
 ##             upstream 6.12 (four guests), CRIU 4.2 and Wine 11.0 on the
 ##             release kernels (make clients), bdwgc, then the differential
 ##             conformance and fuzz runs against upstream 6.12
-check: deps tree
-	@scripts/build-kernel --debug
-	@scripts/build-kernel
-	@scripts/prepare-pristine
-	@scripts/prepare-upstream
-	@tests/criu/build
-	@tests/wine/build
-	@tests/bdwgc/build
-	@$(MAKE) --no-print-directory tests $(if $(wildcard lib/lib.mk),lib-test-programs)
-	@scripts/mkinitramfs
+check: kernel-debug kernel-release pristine-kernel upstream-kernel criu-build wine-build bdwgc-build \
+		tests $(if $(wildcard lib/lib.mk),lib-test-programs) initramfs
 	@scripts/check
 
 ## deb         Debian packages of linux-source-6.1 + kernel/patches with
@@ -118,9 +141,8 @@ check-series: deps tree
 ##             patched uffd-unit-tests run on Debian's 6.12 (its new cases must
 ##             fail) and on the patched kernel (they must pass, the rest pass
 ##             or match); TAP on stdout.  Not part of make check
-upstream-patches: deps
-	@scripts/prepare-upstream >&2
-	@scripts/mkinitramfs >&2
+upstream-patches:
+	@$(MAKE) --no-print-directory upstream-kernel initramfs >&2
 	@scripts/upstream-patches
 
 ## clients     real upstream clients in the guest: CRIU 4.2 (tests/criu/build)
@@ -131,13 +153,7 @@ upstream-patches: deps
 ##             (CRIU_TESTS="mem-touch maps007 ..." limits the programs);
 ##             then Wine 11.0 (tests/wine/run, as make wine but without the
 ##             figures)
-clients: deps tree
-	@scripts/build-kernel
-	@scripts/prepare-pristine
-	@scripts/prepare-upstream
-	@tests/criu/build
-	@tests/wine/build
-	@scripts/mkinitramfs
+clients: kernel-release pristine-kernel upstream-kernel criu-build wine-build initramfs
 	@tests/criu/run --release
 	@tests/wine/run
 
@@ -149,17 +165,12 @@ clients: deps tree
 ##             kernel path was taken (or, on 6.1, not), tests/wine's
 ##             GetWriteWatch write oracle, and its figures under -icount
 ##             side by side (tests/wine/run --figures; TAP)
-wine: deps tree
-	@scripts/build-kernel
-	@scripts/prepare-pristine
-	@scripts/prepare-upstream
-	@tests/wine/build
-	@scripts/mkinitramfs
+wine: kernel-release pristine-kernel upstream-kernel wine-build initramfs
 	@tests/wine/run --figures
 
 ## bdwgc       the Boehm GC (../shared/clients/bdwgc-9d83c00b.tar.xz, with
 ##             tests/bdwgc/patches/: its userfaultfd + PAGEMAP_SCAN dirty-bit
-##             layer) built static in two flavours, default and
+##             layer) built static-pie in two flavours, default and
 ##             -DCHECK_UFFD_VDB (tests/bdwgc/build, cached), then its own
 ##             test programs in incremental mode on our release kernel and
 ##             upstream 6.12 (the new layer must run) and Debian's 6.1
@@ -169,13 +180,7 @@ wine: deps tree
 ##             under Wine on ours and on 6.1 (make wine's image);
 ##             BDWGC_KERNELS="ours upstream" limits the kernels, BDWGC_WINE=0
 ##             leaves Wine out (tests/bdwgc/run; TAP)
-bdwgc: deps tree
-	@scripts/build-kernel
-	@scripts/prepare-pristine
-	@scripts/prepare-upstream
-	@tests/wine/build
-	@scripts/mkinitramfs
-	@tests/bdwgc/build
+bdwgc: kernel-release pristine-kernel upstream-kernel wine-build initramfs bdwgc-build
 	@tests/bdwgc/run
 
 ## bdwgc-figures  the cost of bdwgc's dirty bits side by side under -icount:
@@ -185,10 +190,7 @@ bdwgc: deps tree
 ##             time of a read, pages reported dirty, world-stopped marking,
 ##             the program's time (BDWGC_FIG_ROUNDS rounds, default 3;
 ##             build/bdwgc/figures.txt).  Not part of make check
-bdwgc-figures: deps tree
-	@scripts/build-kernel
-	@scripts/prepare-upstream
-	@tests/bdwgc/build
+bdwgc-figures: kernel-release upstream-kernel bdwgc-build
 	@tests/bdwgc/figures
 
 ## conformance the differential test alone: SEEDS (default 1-40) seeded
@@ -196,10 +198,7 @@ bdwgc-figures: deps tree
 ##             (STEPS per seed, default 20)
 SEEDS ?= 1-40
 STEPS ?= 20
-conformance: deps tree
-	@scripts/build-kernel --debug
-	@scripts/prepare-upstream
-	@scripts/mkinitramfs
+conformance: kernel-debug upstream-kernel initramfs
 	@tests/conformance/run --debug --seeds $(SEEDS) --steps $(STEPS)
 
 ## soak        the write oracle for DURATION seconds (default 1800), its
@@ -220,8 +219,7 @@ soak: deps tree
 	@scripts/soak --$(or $(KERNEL),debug)
 
 ## demo        boot the release kernel and show exact write tracking at work
-demo: deps tree lib
-	@scripts/build-kernel
+demo: kernel-release lib
 	@$(MAKE) --no-print-directory $(T_BIN)/demo-lib
 	@scripts/vm-run --timeout 300 --add $(T_BIN)/demo-lib -- ./demo-lib
 
@@ -241,9 +239,7 @@ BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
 UPSTREAM ?= 0
 MARKER_OFF ?= 0
-bench: deps tree
-	@scripts/build-kernel
-	@$(MAKE) --no-print-directory bench-programs
+bench: kernel-release bench-programs
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
 		$(if $(filter 1,$(MARKER_OFF)),--marker-off) \
 		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \
