@@ -77,6 +77,15 @@ $(call t_cmdfile,$(1),$(T_CC) $(T_CFLAGS) -o $(1) $(2) $(3))
 -include $(call t_dep,$(1))
 endef
 
+# A source that moved or went: the dependency file of the program's last
+# build still names its old path, and gcc's -MP covers the headers only,
+# not the main file; without a rule for it make would stop there ("No rule
+# to make target") in every checkout that built the program before.  An
+# empty rule for any C file of the tree lets make go on: the program is
+# rebuilt (its command line changed), and a source that is really missing
+# is reported by gcc.
+$(T_TOP)/%.c: ;
+
 # t_prog NAME, SOURCES, FLAGS: a static guest program against T_HDR.
 define t_prog
 $(call t_cc,$(T_BIN)/$(1),$(addprefix $(T_TOP)/,$(2)),-isystem $(T_HDR) -static $(3))
