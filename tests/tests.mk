@@ -83,8 +83,12 @@ endef
 # to make target") in every checkout that built the program before.  An
 # empty rule for any C file of the tree lets make go on: the program is
 # rebuilt (its command line changed), and a source that is really missing
-# is reported by gcc.
-$(T_TOP)/%.c: ;
+# is reported by gcc.  Only the source directories: a rule for any C file
+# would let make's built-in rules chain through it to remake the missing
+# dependency files of a fresh checkout (NAME.d from NAME.d.c).
+$(T_TOP)/tests/%.c: ;
+$(T_TOP)/bench/%.c: ;
+$(T_TOP)/tools/%.c: ;
 
 # t_prog NAME, SOURCES, FLAGS: a static guest program against T_HDR.
 define t_prog
