@@ -5,9 +5,9 @@
 .PHONY: all deps tree kernel headers export-patches patches initramfs tests check demo bench clean distclean help \
 	conformance soak deb check-configs check-series clients wine bdwgc bdwgc-figures upstream-patches \
 	kernel-debug kernel-release pristine-kernel upstream-kernel criu-build wine-build bdwgc-build
-# The steps run one after another, in the order of the prerequisites:
-# both kernel builds install the uapi headers into build/headers.
-.NOTPARALLEL:
+# Every step may run beside the others (make -j; make check runs its
+# stages that way): each writes its own outputs, and the one they share,
+# build/headers, is written under a lock (scripts/build-kernel).
 
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
@@ -40,12 +40,16 @@ tree: deps
 
 ## kernel      build the release test kernel and its packages (KERNEL=debug:
 ##             the debug kernel) + headers
-kernel headers: kernel-$(or $(KERNEL),release)
+kernel: kernel-$(or $(KERNEL),release)
 
 # The build steps the test targets are made of.  Each script is
 # incremental (nothing to do when its output is current; the kernels,
 # Wine's and bdwgc's builds come from ~/.cache/memwatch when their inputs
 # were built before), so a step is a phony target run every time.
+## headers     the patched tree's uapi headers, build/headers (the programs
+##             of the guests and the clients are built against them)
+headers: tree
+	@scripts/build-kernel --headers
 ## kernel-debug  the debug kernel (KASAN, lockdep), build/kernel/debug
 kernel-debug: tree
 	@scripts/build-kernel --debug
@@ -61,13 +65,13 @@ pristine-kernel: deps
 upstream-kernel: deps
 	@scripts/prepare-upstream
 ## criu-build  CRIU 4.2 and its zdtm programs (tests/criu/build)
-criu-build: kernel-release
+criu-build: headers
 	@tests/criu/build
 ## wine-build  Wine 11.0's image (tests/wine/build)
-wine-build: kernel-release
+wine-build: headers
 	@tests/wine/build
 ## bdwgc-build  bdwgc and its programs (tests/bdwgc/build)
-bdwgc-build: kernel-release
+bdwgc-build: headers
 	@tests/bdwgc/build
 
 ## export-patches  regenerate kernel/patches/ from the commits in build/linux
@@ -84,19 +88,32 @@ initramfs:
 include tests/tests.mk
 
 ## tests       build every guest test program into build/tests/bin
-tests: kernel-debug
-	@scripts/build-tests debug
+tests: headers $(if $(wildcard lib/lib.mk),lib-archives)
+	@scripts/build-tests
 
-## check       the test command (scripts/check): the harness self-test, the
-##             quilt check, the release kernel's packages (scripts/check-deb),
-##             then the suites on the debug and the release kernel, the
-##             fallback suites on Debian's unpatched 6.1 and the library on
-##             upstream 6.12 (four guests), CRIU 4.2 and Wine 11.0 on the
-##             release kernels (make clients), bdwgc, then the differential
-##             conformance and fuzz runs against upstream 6.12
-check: kernel-debug kernel-release pristine-kernel upstream-kernel criu-build wine-build bdwgc-build \
-		tests $(if $(wildcard lib/lib.mk),lib-test-programs) initramfs
-	@scripts/check
+## check       the test command: the stages of tests/stages.mk (the harness
+##             self-test, the quilt check, the release kernel's packages,
+##             the suites on the debug and the release kernel, the fallback
+##             suites on Debian's unpatched 6.1 and the library on upstream
+##             6.12 (four guests), CRIU 4.2, Wine 11.0 and bdwgc on the
+##             release kernels, the differential conformance and fuzz runs
+##             against upstream 6.12) under make -j CHECK_JOBS (default:
+##             the number of cores + 1): each starts when the builds it
+##             needs are done, beside the builds still running; a line as
+##             each starts and ends, then every stage's output in order and
+##             the total (scripts/check)
+CHECK_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
+# The steps' scripts run make with their own -j (the kernel, Wine): make's
+# jobserver is not theirs to share.
+ifneq ($(filter check-stages,$(MAKECMDGOALS)),)
+unexport MAKEFLAGS
+endif
+check:
+	@scripts/check --begin
+	@$(MAKE) --no-print-directory -k -j$(CHECK_JOBS) check-stages; rc=$$?; \
+		scripts/check --report $(CHECK_STAGES) || exit 1; exit $$rc
+
+include tests/stages.mk
 
 ## deb         Debian packages of linux-source-6.1 + kernel/patches with
 ##             bindeb-pkg (linux-image, linux-headers, linux-libc-dev):
