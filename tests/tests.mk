@@ -188,7 +188,7 @@ $(foreach k,$(T_KSELFTESTS),$(eval $(call t_kselftest,$(k))))
 test-programs: $(T_PROGRAMS)
 
 # The benchmarks (bench/*.c, make bench and scripts/bench).
-T_BENCH := pagemap_scan arming scaling ww_steps marker
+T_BENCH := pagemap_scan arming scaling ww_steps marker harvest
 T_BENCH_FLAGS := -isystem $(T_HDR) -static
 $(foreach b,$(T_BENCH),$(eval $(call t_cc,$(T_BUILD)/bench/$(b),$(T_TOP)/bench/$(b).c,$(T_BENCH_FLAGS))))
 ## bench-programs  the benchmarks of bench/ into build/bench/ (make bench runs them)

@@ -39,7 +39,7 @@
  *
  *   markerdiff [--seed N] [--sequences N] [--seconds S] [--ops N] [--seq K]
  *          [--compare] [--no-knob] [--self-test] [--trace] [--thp-never]
- *          [--hang-seconds S] [--quiet]
+ *          [--harvest-skip[=verify]] [--hang-seconds S] [--quiet]
  *
  * Without --compare each sequence runs once and its digest is printed
  * (compare two boots, with and without uffd_wp_pmd_marker=off).
@@ -49,7 +49,14 @@
  * records, and at the end prints the stats counters' deltas of the "on"
  * runs: a site the sequences are meant to reach that stayed at zero fails
  * (a differential that never met a marker proves nothing), as does a
- * kernel without the debugfs directory.  --no-knob (developers, kernels
+ * kernel without the debugfs directory.  --harvest-skip compares the same
+ * way with uffd_wp_harvest_skip/enabled = 1 and 0 instead (harvests that
+ * pass over page tables with no new write; two more harvests of the whole
+ * range after each operation, so that every operation meets clean
+ * tables), its counters "cleared", "marked" and "skipped_lockless"
+ * required; --harvest-skip=verify with 2 and 0
+ * (clean tables read, and the kernel warns at an unarmed pte in one: a
+ * missed mark, which the harness takes as a splat).  --no-knob (developers, kernels
  * without the marker) runs both passes without touching anything: they
  * must agree, which proves the log deterministic.  --self-test perturbs
  * one answer of each sequence's second pass and one VmPTE record of its
@@ -110,6 +117,7 @@
 #define SMAPSCAP	(1U << 20)
 #define TBUFSZ		(64U << 10)
 #define KNOB		"/sys/kernel/debug/uffd_wp_pmd_marker"
+#define SKIP_KNOB	"/sys/kernel/debug/uffd_wp_harvest_skip"
 #define NSTAT		32
 #define NSET		3
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
@@ -119,11 +127,24 @@
 #define PM_FRAME	((1ULL << 55) - 1)
 
 /* The counters of KNOB/stats a run is meant to move (section 8). */
-static const char *const want_sites[] = {
+static const char *const marker_sites[] = {
 	"installed", "rearmed", "emptied", "cleared", "copied", "moved",
 	"expanded_fault", "expanded_mfill", "expanded_protect",
 	"expanded_scan", "expanded_madvise", "expanded_split",
-	"expanded_mremap", "scan",
+	"expanded_mremap", "scan", NULL
+};
+/*
+ * --harvest-skip: SKIP_KNOB's instead (harvests that skip page tables with
+ * no new write, the series' Documentation/mm/uffd-wp-harvest-skip.rst);
+ * --harvest-skip=verify reads the clean tables too, and the kernel warns
+ * at an unarmed pte in one.
+ */
+/* (skipped_locked: shmem and the like; the sequences map anonymous memory) */
+static const char *const skip_sites[] = {
+	"cleared", "marked", "skipped_lockless", NULL
+};
+static const char *const verify_sites[] = {
+	"cleared", "marked", "verified", NULL
 };
 
 /* What a sequence's child hands back (a shared page). */
@@ -139,6 +160,9 @@ struct opts {
 	uint64_t seed, sequences, first, ops, perturb;
 	unsigned int seconds, hang_s;
 	bool compare, no_knob, self_test, trace, quiet, one, thp_never;
+	const char *knob_on;		/* what the "on" passes write */
+	const char *const *sites;	/* the counters the runs must move */
+	bool harvests;			/* two harvests after each operation */
 	const char *argv0;
 };
 
@@ -728,6 +752,40 @@ static void op_scan(struct sq *s, int pm)
 		    s->vec[i].end, s->vec[i].categories);
 }
 
+/*
+ * --harvest-skip: Wine's get+reset of the whole range, resumed to its end;
+ * done twice after every operation, so that each operation meets page
+ * tables a harvest has just made clean, and the next harvest must see
+ * whatever it changed in them.
+ */
+static void op_harvest(struct sq *s)
+{
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg),
+		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+		.vec = (uintptr_t)s->vec, .vec_len = 64,
+		.category_mask = PAGE_IS_WRITTEN,
+		.return_mask = PAGE_IS_WRITTEN,
+	};
+	uint64_t at = s->a;
+
+	for (int k = 0; k < 64 && at < s->a + s->alen; k++) {
+		int r;
+
+		arg.start = at;
+		arg.end = s->a + s->alen;
+		r = ioctl(s->pm, PAGEMAP_SCAN, &arg);
+		out(s, "harvest [%#llx,%#llx) -> %d e%d walk_end %#llx",
+		    arg.start, arg.end, RET(r), arg.walk_end);
+		for (int i = 0; i < r && i < 64; i++)
+			out(s, "  region %#llx-%#llx", s->vec[i].start,
+			    s->vec[i].end);
+		if (r < 0 || arg.walk_end <= at)
+			break;
+		at = arg.walk_end;
+	}
+}
+
 static void op_touch(struct sq *s)
 {
 	uint64_t a, l, n = 1 + rnd(s, 8);
@@ -1315,6 +1373,10 @@ static void run_sequence(struct sq *s)
 		touched[ntouched++] = (uintptr_t)p;
 		*p = 1;
 	}
+	/* --harvest-skip: page tables full of present pages to make clean */
+	if (s->o->harvests)
+		for (uint64_t i = 0; i < 4 * HPSZ && i < s->alen; i += PSZ)
+			*(volatile char *)(uintptr_t)(s->a + i) = 1;
 	open_uffd(s);
 	do_register(s, s->a, s->alen, s->regmode);
 	arm(s, s->a, s->alen);
@@ -1345,6 +1407,10 @@ static void run_sequence(struct sq *s)
 			tflush(s);	/* a hang shows its operation */
 		run_op(s, op);
 		log_msgs(s);
+		if (s->o->harvests && s->async) {
+			op_harvest(s);
+			op_harvest(s);
+		}
 		dump(s);
 	}
 
@@ -1551,7 +1617,7 @@ static bool run_pass(struct drv *d, uint64_t k, int pass, uint64_t perturb_at)
 		return false;
 	}
 	if (d->o.compare && d->knob) {
-		if (write_file(d->knob_enabled, pass ? "0" : "1")) {
+		if (write_file(d->knob_enabled, pass ? "0" : d->o.knob_on)) {
 			printf("# cannot write %s: %s\n", d->knob_enabled,
 			       strerror(errno));
 			return false;
@@ -1789,14 +1855,14 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [--seed N] [--sequences N] [--seconds S] "
 		"[--ops N] [--seq K] [--compare] [--no-knob] [--thp-never] [--self-test] "
-		"[--trace] [--hang-seconds S] [--quiet]\n", argv0);
+		"[--harvest-skip[=verify]] [--trace] [--hang-seconds S] [--quiet]\n", argv0);
 	exit(2);
 }
 
-static bool wanted(const char *name)
+static bool wanted(const struct drv *d, const char *name)
 {
-	for (size_t i = 0; i < sizeof(want_sites) / sizeof(want_sites[0]); i++)
-		if (!strcmp(want_sites[i], name))
+	for (size_t i = 0; d->o.sites[i]; i++)
+		if (!strcmp(d->o.sites[i], name))
 			return true;
 	return false;
 }
@@ -1813,21 +1879,21 @@ static bool report_stats(struct drv *d)
 		if (n >= (int)sizeof(line))
 			n = sizeof(line) - 1;
 	}
-	printf("# stats of the marker runs:%s\n", line);
-	for (size_t w = 0; w < sizeof(want_sites) / sizeof(want_sites[0]); w++) {
+	printf("# stats of the \"on\" runs:%s\n", line);
+	for (size_t w = 0; d->o.sites[w]; w++) {
 		int i;
 
 		for (i = 0; i < d->nstat; i++)
-			if (!strcmp(d->stat_name[i], want_sites[w]))
+			if (!strcmp(d->stat_name[i], d->o.sites[w]))
 				break;
 		if (i == d->nstat || d->stat_delta[0][i] <= 0) {
-			printf("# site %s %s\n", want_sites[w], i == d->nstat ?
+			printf("# site %s %s\n", d->o.sites[w], i == d->nstat ?
 			       "missing from the stats file" : "never reached");
 			zero++;
 		}
 	}
 	for (int i = 0; i < d->nstat; i++)
-		if (!wanted(d->stat_name[i]) && d->stat_delta[0][i])
+		if (!wanted(d, d->stat_name[i]) && d->stat_delta[0][i])
 			printf("# note: %s=%lld (not required)\n",
 			       d->stat_name[i], d->stat_delta[0][i]);
 	/* enabled = 0 stops installation: the "off" runs install none */
@@ -1846,6 +1912,7 @@ int main(int argc, char **argv)
 	struct drv *d = calloc(1, sizeof(*d));
 	struct sigaction sa = { .sa_handler = mw_on_fault };
 	bool seq_given = false, seqs_given = false;
+	const char *knob = KNOB;
 	double last = 0, shown;
 	int t = 0, failed = 0;
 	void *thp;
@@ -1854,6 +1921,8 @@ int main(int argc, char **argv)
 		return 2;
 	d->o.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	d->o.sequences = 16;
+	d->o.knob_on = "1";
+	d->o.sites = marker_sites;
 	d->o.ops = 40;
 	d->o.hang_s = 60;
 	d->o.argv0 = argv[0];
@@ -1879,7 +1948,16 @@ int main(int argc, char **argv)
 			d->o.compare = d->o.no_knob = true;
 		else if (!strcmp(argv[i], "--thp-never"))
 			d->o.thp_never = true;
-		else if (!strcmp(argv[i], "--self-test"))
+		else if (!strcmp(argv[i], "--harvest-skip")) {
+			knob = SKIP_KNOB;
+			d->o.sites = skip_sites;
+			d->o.harvests = true;
+		} else if (!strcmp(argv[i], "--harvest-skip=verify")) {
+			knob = SKIP_KNOB;
+			d->o.sites = verify_sites;
+			d->o.harvests = true;
+			d->o.knob_on = "2";
+		} else if (!strcmp(argv[i], "--self-test"))
 			d->o.compare = d->o.self_test = d->o.trace = true;
 		else if (!strcmp(argv[i], "--trace"))
 			d->o.trace = true;
@@ -1904,10 +1982,10 @@ int main(int argc, char **argv)
 	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* MARKERDIFF_KNOB: another directory (a developer's test of the driver) */
-	snprintf(d->knob_enabled, sizeof(d->knob_enabled), "%s/enabled",
-		 getenv("MARKERDIFF_KNOB") ? getenv("MARKERDIFF_KNOB") : KNOB);
-	snprintf(d->knob_stats, sizeof(d->knob_stats), "%s/stats",
-		 getenv("MARKERDIFF_KNOB") ? getenv("MARKERDIFF_KNOB") : KNOB);
+	if (getenv("MARKERDIFF_KNOB"))
+		knob = getenv("MARKERDIFF_KNOB");
+	snprintf(d->knob_enabled, sizeof(d->knob_enabled), "%s/enabled", knob);
+	snprintf(d->knob_stats, sizeof(d->knob_stats), "%s/stats", knob);
 	d->knob = !d->o.no_knob && !access(d->knob_enabled, W_OK);
 	printf("TAP version 13\n");
 	printf("# markerdiff seed %" PRIu64 "; replay: %s --seed %" PRIu64 " --ops %"
@@ -2031,7 +2109,7 @@ int main(int argc, char **argv)
 			  "unmap (%" PRIu64 " passes left some)", d->leaks);
 	t++;
 	if (d->o.compare && !d->o.no_knob) {
-		failed += !tap_ok(report_stats(d), "the marker runs reached "
+		failed += !tap_ok(report_stats(d), "the \"on\" runs reached "
 				  "every site they are meant to, the others "
 				  "installed none");
 		t++;
