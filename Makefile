@@ -245,7 +245,10 @@ demo: kernel-release lib
 ##             (arming cost, page tables, first writes), bench/scaling
 ##             (get+reset vs range size, THP, hugetlb) and bench/ww_steps
 ##             (what a written page costs a harvest), bench/marker
-##             (untouched 1-16 GiB: arming, empty harvest, first writes);
+##             (untouched 1-16 GiB: arming, empty harvest, first writes),
+##             bench/harvest (1 GiB touched and clean: the harvest with
+##             the page-table skip on and off, 0 to 100 % of the tables
+##             written);
 ##             BENCH_ICOUNT=0: wall clock; UPSTREAM=1: also on upstream
 ##             6.12, side by side; MARKER_OFF=1: bench/marker again on our
 ##             kernel booted with uffd_wp_pmd_marker=off, side by side;
