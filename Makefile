@@ -224,12 +224,13 @@ conformance: kernel-debug upstream-kernel initramfs
 ##             at most 2^23 writes per writer), kwrites' sparse mode (4 GiB,
 ##             all kinds of kernel writes), the interface fuzzer (DURATION,
 ##             or FUZZ_CALLS calls), then the PMD marker's differential
-##             (DIFF_DURATION, default DURATION), on the debug kernel;
+##             and the harvest skip's (DIFF_DURATION each, default
+##             DURATION), on the debug kernel;
 ##             KERNEL=release: on the release kernel, about 15x the
 ##             writes and 5x the calls per second under TCG (SEED=N replays
 ##             a run, WRITERS=N writer threads; FUZZ_SEED=N for the fuzzer,
 ##             DIFF_SEED=N for the differential; SOAK_STEPS: a subset of
-##             "wostress sparse kwrites pmfuzz markerdiff", to go on after
+##             "wostress sparse kwrites pmfuzz markerdiff skipdiff", to go on after
 ##             one;
 ##             scripts/soak)
 soak: deps tree
@@ -252,16 +253,23 @@ demo: kernel-release lib
 ##             BENCH_ICOUNT=0: wall clock; UPSTREAM=1: also on upstream
 ##             6.12, side by side; MARKER_OFF=1: bench/marker again on our
 ##             kernel booted with uffd_wp_pmd_marker=off, side by side;
-##             BENCH_SCAN_ONLY=1: pagemap_scan and ww_steps only.  Tables, *.dat and
-##             gnuplot *.svg in build/bench/ (scripts/bench)
+##             SKIP_OFF=1: bench/harvest again booted with
+##             uffd_wp_harvest_skip=off; BENCH_SCAN_ONLY=1: pagemap_scan
+##             and ww_steps only; BENCH_ONLY=harvest,marker: those only.
+##             Tables, *.dat and gnuplot *.svg in build/bench/
+##             (scripts/bench)
 BENCH_ARGS ?=
 BENCH_ICOUNT ?= 1
 BENCH_SCAN_ONLY ?= 0
+BENCH_ONLY ?=
 UPSTREAM ?= 0
 MARKER_OFF ?= 0
+SKIP_OFF ?= 0
 bench: kernel-release bench-programs
 	@scripts/bench $(if $(filter 1,$(UPSTREAM)),--upstream) \
 		$(if $(filter 1,$(MARKER_OFF)),--marker-off) \
+		$(if $(filter 1,$(SKIP_OFF)),--skip-off) \
+		$(if $(BENCH_ONLY),--only $(BENCH_ONLY)) \
 		$(if $(filter 1,$(BENCH_ICOUNT)),,--wall) \
 		$(if $(filter 1,$(BENCH_SCAN_ONLY)),--scan-only) -- $(BENCH_ARGS)
 

@@ -20,7 +20,7 @@ CHECK_STAGES :=
 # on the release kernel, which boots several times faster than the debug one.
 CHECK_STAGES += selftest
 stage-selftest: kernel-release initramfs
-	$(STAGE) selftest 13 "harness self-test (host side: vm-run and run-suites must catch failures)" \
+	$(STAGE) selftest 14 "harness self-test (host side: vm-run and run-suites must catch failures)" \
 		tests/harness/selftest --release
 
 CHECK_STAGES += quilt
