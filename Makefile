@@ -203,7 +203,8 @@ bdwgc: kernel-release pristine-kernel upstream-kernel wine-build initramfs bdwgc
 ## bdwgc-figures  the cost of bdwgc's dirty bits side by side under -icount:
 ##             gctest and tests/bdwgc/gcbench (a heap of 256 MiB and more)
 ##             with the new layer, soft-dirty and mprotect on our release
-##             kernel and the new layer on upstream 6.12: collections, the
+##             kernel, the new layer on it booted uffd_wp_harvest_skip=off
+##             and on upstream 6.12: collections, the
 ##             time of a read, pages reported dirty, world-stopped marking,
 ##             the program's time (BDWGC_FIG_ROUNDS rounds, default 3;
 ##             build/bdwgc/figures.txt).  Not part of make check

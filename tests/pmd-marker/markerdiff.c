@@ -27,9 +27,10 @@
  * Every answer goes into the sequence's log: return values and errnos,
  * the uffd messages, PAGEMAP_SCAN's regions and walk_end, and after each
  * operation the state of the range: its /proc/self/maps and smaps lines
- * (KernelPageSize and MMUPageSize left out), numa_maps, /proc/self/pagemap
- * run-length encoded (PFNs of present pages and swap offsets masked;
- * marker frames kept), mincore (masked for swapped pages: whether the page
+ * (KernelPageSize, MMUPageSize and Referenced left out), numa_maps (without
+ * the LRU and I/O states: active, dirty, swapcache, writeback),
+ * /proc/self/pagemap run-length encoded (PFNs of present pages and swap
+ * offsets masked; marker frames kept), mincore (masked for swapped pages: whether the page
  * is still in the swap cache depends on when the disk finished the write)
  * and /proc/self/status fields (the process-wide ones as deltas from the
  * start of the sequence).  The log is kept as a running FNV-1a 64 digest,
@@ -531,8 +532,41 @@ static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /*
- * smaps of the VMAs in the windows (each line but the page sizes), then
- * their pages; numa_maps' lines of the windows.
+ * numa_maps' line without the counts of pages by LRU and I/O state: active
+ * (or unevictable), dirty, in the swap cache, under writeback.  They change
+ * when a per-CPU LRU batch is drained, when swap I/O completes (a page
+ * faulted in while its write is still in flight keeps its swap slot) and
+ * when reclaim ages pages: at times no sequence chooses.  Neither the
+ * marker nor the harvest skip touches them; pagemap, smaps and mincore
+ * keep what they show of the pages.
+ */
+static void out_numa(struct sq *s, char *line)
+{
+	static const char *const drop[] = {
+		"active=", "dirty=", "swapcache=", "writeback=",
+	};
+	char buf[512], *tok, *save = NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (tok = strtok_r(line, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		bool keep = true;
+
+		for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+			if (!strncmp(tok, drop[i], strlen(drop[i])))
+				keep = false;
+		if (keep && n < sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - n, "%s%s",
+				      n ? " " : "", tok);
+	}
+	out(s, "numa %s", buf);
+}
+
+/*
+ * smaps of the VMAs in the windows (each line but the page sizes and
+ * Referenced, the accessed bits reclaim's aging clears), then their pages;
+ * numa_maps' lines of the windows (out_numa()).
  */
 static void dump_vmas(struct sq *s)
 {
@@ -555,7 +589,8 @@ static void dump_vmas(struct sq *s)
 			}
 		}
 		if (!in || !strncmp(line, "KernelPageSize:", 15) ||
-		    !strncmp(line, "MMUPageSize:", 12))
+		    !strncmp(line, "MMUPageSize:", 12) ||
+		    !strncmp(line, "Referenced:", 11))
 			continue;
 		out(s, "smaps %s", line);
 	}
@@ -576,7 +611,7 @@ static void dump_vmas(struct sq *s)
 		unsigned long long lo;
 
 		if (sscanf(line, "%llx ", &lo) == 1 && in_windows(s, lo, lo + 1))
-			out(s, "numa %s", line);
+			out_numa(s, line);
 	}
 }
 
