@@ -181,7 +181,8 @@ clients: kernel-release pristine-kernel upstream-kernel criu-build wine-build in
 ##             own kernel32:virtual and ntdll:virtual, proof that the
 ##             kernel path was taken (or, on 6.1, not), tests/wine's
 ##             GetWriteWatch write oracle, and its figures under -icount
-##             side by side (tests/wine/run --figures; TAP)
+##             side by side: 64 MiB, large untouched views, a 1 GiB view
+##             written and clean (tests/wine/run --figures; TAP)
 wine: kernel-release pristine-kernel upstream-kernel wine-build initramfs
 	@tests/wine/run --figures
 
