@@ -30,9 +30,9 @@
  * (KernelPageSize, MMUPageSize and Referenced left out), numa_maps (without
  * the LRU and I/O states: active, dirty, swapcache, writeback),
  * /proc/self/pagemap run-length encoded (PFNs of present pages and swap
- * offsets masked; marker frames kept), mincore (masked for swapped pages: whether the page
- * is still in the swap cache depends on when the disk finished the write)
- * and /proc/self/status fields (the process-wide ones as deltas from the
+ * offsets masked; marker frames kept), mincore (masked for swapped pages:
+ * whether the page is still in the swap cache depends on when the disk
+ * finished the write) and /proc/self/status fields (the process-wide ones as deltas from the
  * start of the sequence).  The log is kept as a running FNV-1a 64 digest,
  * and with --trace as a text file too.  VmPTE is not in the log (it is
  * the point of the marker): it is recorded after each operation, and with
